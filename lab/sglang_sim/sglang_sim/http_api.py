@@ -1,0 +1,225 @@
+"""SGLang's HTTP API with SIMULATED generation (deterministic words, no model).
+
+JSON shapes follow sglang.srt.entrypoints (native /generate, /get_model_info, ...) and its
+OpenAI-compatible routes; errors follow FastAPI/uvicorn (404 detail, 401 Unauthorized, bare
+500 "Internal Server Error" after an "Exception in ASGI application" traceback).
+"""
+
+import hashlib
+import json
+import time
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import SIMULATED_SGLANG_VERSION, failures, log
+from .args import public_args
+
+VOCABULARY = ("the", "model", "tree", "draft", "token", "verify", "accept", "branch", "cache", "layer", "state", "batch",
+              "serve", "signal", "stream", "budget", "simulated", "answer", "path", "node")
+PER_TOKEN_S = 0.01
+DEFAULT_MAX_NEW_TOKENS = 128
+OPENAI_DEFAULT_MAX_TOKENS = 16
+CHAT_TEMPLATE_TOKENS = 9
+
+
+def simulated_words(prompt, count):
+    """count words, the same for the same prompt: prompt words mixed with a fixed vocabulary."""
+    pool = [w.strip(".,;:!?\"'()").lower() for w in prompt.split()]
+    pool = [w for w in pool if w.isalpha()] + list(VOCABULARY)
+    seed = hashlib.sha256(prompt.encode("utf-8")).digest()
+    return [pool[(seed[i % len(seed)] + 7 * i) % len(pool)] for i in range(count)]
+
+
+def count_tokens(text):
+    return max(1, len(text.split()))
+
+
+class SimState:  # pylint: disable=too-few-public-methods
+    """What the handlers read: the server args, the plan numbers, the fault, the time scale."""
+
+    def __init__(self, args, model_cfg, context_length, fault, time_scale):
+        self.args = args
+        self.model_cfg = model_cfg
+        self.context_length = context_length
+        self.fault = fault
+        self.time_scale = time_scale
+        self.model_id = args.served_model_name or args.model_path
+        self.warmup = True
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes of SGLang's HTTP server."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+    sim: SimState = None
+
+    # --- plumbing -------------------------------------------------------------------------
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        """Silenced: access lines are written by _send in uvicorn's format."""
+
+    def _send(self, status, body=b"", content_type="application/json"):
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        log.access(self.client_address, self.requestline, status, HTTPStatus(status).phrase)
+
+    def _json(self, obj, status=200):
+        self._send(status, json.dumps(obj).encode("utf-8"))
+
+    def _body(self):
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            return None
+
+    def _authorized(self, path):
+        key = self.sim.args.api_key
+        if key is None or path == "/health":
+            return True
+        return self.headers.get("Authorization", "") == f"Bearer {key}"
+
+    def _route(self, routes):
+        path = self.path.split("?", 1)[0]
+        if not self._authorized(path):
+            self._json({"error": "Unauthorized"}, 401)
+            return
+        handler = routes.get(path)
+        if handler is None:
+            other = self.GET_ROUTES if routes is not self.GET_ROUTES else self.POST_ROUTES
+            if path in other:
+                self._json({"detail": "Method Not Allowed"}, 405)
+            else:
+                self._json({"detail": "Not Found"}, 404)
+            return
+        handler(self)
+
+    def do_GET(self):  # pylint: disable=invalid-name
+        self._route(self.GET_ROUTES)
+
+    def do_POST(self):  # pylint: disable=invalid-name
+        self._route(self.POST_ROUTES)
+
+    # --- generation -----------------------------------------------------------------------
+    def _generate_words(self, prompt, max_new_tokens):
+        """Runs the simulated scheduler; None after logging the traceback when the fault is on."""
+        if self.sim.fault == "generate_fails":
+            frames, exc = failures.generate_request("SIMULATED fault generate_fails")
+            log.uvicorn("ERROR", "Exception in ASGI application")
+            log.error(log.traceback_text(frames, exc))
+            return None
+        prompt_tokens = count_tokens(prompt)
+        log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
+                 f"#running-req: 0, #queue-req: 0, ", rank=0)
+        elapsed = max_new_tokens * PER_TOKEN_S * self.sim.time_scale
+        time.sleep(elapsed)
+        # report the unscaled rate so logs read the same at any SGLANG_SIM_TIME_SCALE
+        throughput = 1.0 / PER_TOKEN_S
+        log.info(f"Decode batch, #running-req: 1, #token: {prompt_tokens + max_new_tokens}, token usage: 0.00, accept len: 3.41, "
+                 f"accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, gen throughput (token/s): {throughput:.2f}, "
+                 f"#queue-req: 0, ", rank=0)
+        return simulated_words(prompt, max_new_tokens)
+
+    def _fail_500(self):
+        self._send(500, b"Internal Server Error", "text/plain; charset=utf-8")
+
+    def _usage(self, prompt_tokens, completion_tokens):
+        return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                "completion_tokens": completion_tokens, "prompt_tokens_details": None}
+
+    def generate(self):
+        body = self._body()
+        if not isinstance(body, dict) or not isinstance(body.get("text", body.get("input_ids")), (str, list)):
+            self._json({"error": {"message": "Either text or input_ids should be provided."}}, 400)
+            return
+        prompt = body.get("text") if isinstance(body.get("text"), str) else " ".join(map(str, body.get("input_ids") or []))
+        sampling = body.get("sampling_params") or {}
+        max_new = int(sampling.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
+        start = time.time()
+        words = self._generate_words(prompt, max_new)
+        if words is None:
+            self._fail_500()
+            return
+        self._json({"text": " ".join(words), "meta_info": {
+            "id": uuid.uuid4().hex, "finish_reason": {"type": "length", "length": max_new}, "prompt_tokens": count_tokens(prompt),
+            "weight_version": "default", "completion_tokens": max_new, "cached_tokens": 0, "e2e_latency": round(time.time() - start, 4)}})
+
+    def completions(self):
+        body = self._body() or {}
+        prompt = body.get("prompt", "")
+        prompt = prompt if isinstance(prompt, str) else " ".join(map(str, prompt))
+        max_tokens = int(body.get("max_tokens") or OPENAI_DEFAULT_MAX_TOKENS)
+        words = self._generate_words(prompt, max_tokens)
+        if words is None:
+            self._fail_500()
+            return
+        self._json({"id": uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()), "model": self.sim.model_id,
+                    "choices": [{"index": 0, "text": " ".join(words), "logprobs": None, "finish_reason": "length", "matched_stop": None}],
+                    "usage": self._usage(count_tokens(prompt), max_tokens)})
+
+    def chat_completions(self):
+        body = self._body() or {}
+        messages = body.get("messages") or []
+        prompt = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+        max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_NEW_TOKENS)
+        words = self._generate_words(prompt, max_tokens)
+        if words is None:
+            self._fail_500()
+            return
+        message = {"role": "assistant", "content": " ".join(words), "reasoning_content": None, "tool_calls": None}
+        self._json({"id": uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()), "model": self.sim.model_id,
+                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "length", "matched_stop": None}],
+                    "usage": self._usage(count_tokens(prompt) + CHAT_TEMPLATE_TOKENS, max_tokens)})
+
+    # --- metadata -------------------------------------------------------------------------
+    def health(self):
+        self._send(200)
+
+    def health_generate(self):
+        if self._generate_words("health check", 1) is None:
+            self._send(503)
+        else:
+            self._send(200)
+
+    def models(self):
+        self._json({"object": "list", "data": [{
+            "id": self.sim.model_id, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+            "root": self.sim.model_id, "parent": None, "max_model_len": self.sim.context_length}]})
+
+    def model_info(self):
+        cfg = self.sim.model_cfg
+        self._json({"model_path": self.sim.args.model_path, "tokenizer_path": self.sim.args.tokenizer_path or self.sim.args.model_path,
+                    "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
+                    "has_image_understanding": False, "has_audio_understanding": False,
+                    "model_type": cfg.get("model_type"), "architectures": cfg.get("architectures")})
+
+    def server_info(self):
+        info = public_args(self.sim.args)
+        info.update({"context_length": self.sim.context_length, "version": SIMULATED_SGLANG_VERSION, "simulated": True,
+                     "internal_states": [{"last_gen_throughput": 0.0, "avg_spec_accept_length": 3.41}]})
+        self._json(info)
+
+    GET_ROUTES = {"/health": health, "/health_generate": health_generate, "/v1/models": models, "/get_model_info": model_info,
+                  "/model_info": model_info, "/get_server_info": server_info, "/server_info": server_info}
+    POST_ROUTES = {"/generate": generate, "/v1/completions": completions, "/v1/chat/completions": chat_completions}
+
+
+class SimHTTPServer(ThreadingHTTPServer):
+    """One thread per request, like uvicorn's concurrency for a health poller plus a generation."""
+
+    daemon_threads = True
+    # as uvicorn (asyncio) does on Linux: a restart must not trip over TIME_WAIT, a listener still refuses
+    allow_reuse_address = True
+
+
+def make_server(sim, host, port):
+    """Binds (raises OSError like uvicorn would hit) and returns the server, not yet serving."""
+    handler = type("BoundHandler", (Handler,), {"sim": sim})
+    return SimHTTPServer((host, port), handler)

@@ -1,0 +1,199 @@
+"""The SGLang simulator: the memory rule against the field notes, and the process end to end."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+LAB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(LAB, "sglang_sim"))
+
+from sglang_sim import memory  # noqa: E402  pylint: disable=wrong-import-position
+
+TARGET = os.path.join(LAB, "models", "Qwen3.6-27B")
+DRAFT = os.path.join(LAB, "models", "Qwen3.6-27B-DFlash")
+A6000_MIB = 49140
+PRO6000_MIB = 97887
+TIME_SCALE = "0.05"
+
+
+def shape(path):
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as handle:
+        return memory.shape_from_config(json.load(handle))
+
+
+def ct129(**flags):
+    env = memory.Envelope(tp_size=2, speculative=True, **flags)
+    return memory.plan_memory(A6000_MIB, shape(TARGET), shape(DRAFT), env)
+
+
+# --- the memory rule, calibrated to the field notes ------------------------------------------
+
+def test_attempt1_fails_pool_sizing():
+    plan = ct129(mem_fraction_static=0.88, context_length=131072)
+    assert plan.verdict == memory.VERDICT_POOL
+    assert plan.max_running_requests == 48 and plan.mamba_slots < plan.required_mamba_slots
+
+
+def test_attempt2_fails_decode_graph_capture():
+    plan = ct129(mem_fraction_static=0.95, context_length=32768, max_running_requests=4)
+    assert plan.verdict == memory.VERDICT_DECODE_GRAPH
+    assert plan.max_total_num_tokens >= 32768 and plan.mamba_slots >= 5
+
+
+def test_attempt3_fails_piecewise_graph_capture():
+    plan = ct129(mem_fraction_static=0.95, context_length=32768, max_running_requests=4, disable_cuda_graph=True)
+    assert plan.verdict == memory.VERDICT_PIECEWISE_GRAPH and plan.piecewise_graph and not plan.decode_graph
+
+
+def test_attempt4_is_healthy():
+    plan = ct129(mem_fraction_static=0.85, context_length=32768, max_running_requests=4, disable_cuda_graph=True, mamba_full_memory_ratio=0.5)
+    assert plan.ok, plan.reason
+
+
+def test_ct200_production_envelope_is_healthy():
+    env = memory.Envelope(tp_size=8, speculative=True, mem_fraction_static=0.88, context_length=131072)
+    plan = memory.plan_memory(PRO6000_MIB, shape(TARGET), shape(DRAFT), env)
+    assert plan.ok, plan.reason
+
+
+def test_piecewise_off_rescues_attempt3():
+    plan = ct129(mem_fraction_static=0.95, context_length=32768, max_running_requests=4, disable_cuda_graph=True,
+                 disable_piecewise_cuda_graph=True)
+    assert plan.ok, plan.reason
+
+
+# --- the process ---------------------------------------------------------------------------
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(name="sim_env")
+def fixture_sim_env(tmp_path):
+    gpus = tmp_path / "gpus.json"
+    card = {"name": "NVIDIA RTX A6000", "memory_total_mib": A6000_MIB, "compute_cap": "8.6"}
+    gpus.write_text(json.dumps({"driver_version": "580.95.05", "cuda_version": "13.0", "gpus": [card, card]}))
+    models = tmp_path / "models"
+    shutil.copytree(TARGET, models / "target")
+    shutil.copytree(DRAFT, models / "draft")
+    env = dict(os.environ, DDTREE_LAB_GPUS_FILE=str(gpus), SGLANG_SIM_TIME_SCALE=TIME_SCALE,
+               PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""),
+               PYTHONPATH=os.path.join(LAB, "sglang_sim"))
+    env.pop("SGLANG_SIM_FAULT", None)
+    return env, str(models)
+
+
+def argv(models, port, *extra):
+    return [sys.executable, "-m", "sglang_sim.launch_server", "--model-path", f"{models}/target", "--port", str(port), "--tp-size", "2",
+            "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", f"{models}/draft", "--speculative-ddtree-shadow-linear",
+            *extra]
+
+
+HEALTHY = ("--mem-fraction-static", "0.85", "--context-length", "32768", "--max-running-requests", "4", "--disable-cuda-graph",
+           "--mamba-full-memory-ratio", "0.5", "--mamba-scheduler-strategy", "extra_buffer")
+
+
+def run_to_exit(env, args):
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=30, check=False)
+
+
+def wait_ready(port, proc, deadline_s=15):
+    end = time.time() + deadline_s
+    while time.time() < end:
+        assert proc.poll() is None, "simulator exited before binding"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as resp:
+                return json.load(resp)
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.1)
+    raise AssertionError("simulator never answered /v1/models")
+
+
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return resp.status, json.load(resp)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+    return proc.wait(timeout=10)
+
+
+def test_unknown_flag_exits_2(sim_env):
+    env, models = sim_env
+    out = run_to_exit(env, argv(models, free_port(), "--no-such-flag"))
+    assert out.returncode == 2
+    assert "launch_server.py: error: unrecognized arguments: --no-such-flag" in out.stderr
+
+
+def test_missing_model_config(sim_env, tmp_path):
+    env, models = sim_env
+    out = run_to_exit(env, argv(models, free_port(), "--model-path", str(tmp_path / "nothing")))
+    assert out.returncode != 0
+    assert f"make sure '{tmp_path / 'nothing'}' is the correct path to a directory containing a config.json file" in out.stderr
+
+
+def test_attempt1_envelope_dies_with_pool_error(sim_env):
+    env, models = sim_env
+    out = run_to_exit(env, argv(models, free_port(), "--mem-fraction-static", "0.88", "--context-length", "131072"))
+    assert out.returncode != 0
+    assert ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88"
+            in out.stderr)
+    assert "Received sigquit from a child process. It usually means the child failed." in out.stderr
+
+
+def test_healthy_envelope_serves_and_stops_on_sigterm(sim_env):
+    env, models = sim_env
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            listing = wait_ready(port, proc)
+            assert listing["data"][0]["id"] == f"{models}/target" and listing["data"][0]["max_model_len"] == 32768
+            status, body = post(port, "/generate", {"text": "tell me about trees", "sampling_params": {"max_new_tokens": 7}})
+            assert status == 200 and len(body["text"].split()) == 7
+            assert body["meta_info"]["finish_reason"] == {"type": "length", "length": 7}
+        finally:
+            code = stop(proc)
+        log = proc.stdout.read()
+    assert code == 0
+    assert "disable_cuda_graph is ignored for piecewise cuda graph" in log
+    assert "The server is fired up and ready to roll!" in log
+    assert '"POST /generate HTTP/1.1" 200 OK' in log
+
+
+def test_generate_fails_fault(sim_env):
+    env, models = sim_env
+    env = dict(env, SGLANG_SIM_FAULT="generate_fails")
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_ready(port, proc)
+            with pytest.raises(urllib.error.HTTPError) as err:
+                post(port, "/generate", {"text": "hi", "sampling_params": {"max_new_tokens": 4}})
+            assert err.value.code == 500
+        finally:
+            stop(proc)
+
+
+def test_port_in_use(sim_env):
+    env, models = sim_env
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        out = run_to_exit(env, argv(models, port, *HEALTHY))
+    assert out.returncode == 1
+    assert f"[Errno 98] error while attempting to bind on address ('127.0.0.1', {port}): address already in use" in out.stderr

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Starts the lab hosts (podman containers booting systemd) named in inventory/lab.yml and
+# waits until systemd inside each has finished booting. Re-running keeps running hosts.
+set -euo pipefail
+IMAGE=${DDTREE_LAB_IMAGE:-localhost/ddtree-lab:bookworm}
+HOSTS=${*:-ct129 ct200}
+for host in $HOSTS; do
+  name=ddtree-lab-$host
+  if [ "$(podman container inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
+    podman rm -f "$name" >/dev/null 2>&1 || true
+    # runc: crun refuses this machine's hybrid cgroups; ulimits: podman's default exceeds the hard limit
+    podman run -d --name "$name" --hostname "$host" --runtime=runc --systemd=always \
+      --ulimit nofile=20000:20000 --ulimit nproc=20000:20000 \
+      "$IMAGE" /lib/systemd/systemd >/dev/null
+  fi
+done
+for host in $HOSTS; do
+  state=$(timeout 60 podman exec "ddtree-lab-$host" systemctl is-system-running --wait 2>/dev/null || true)
+  echo "lab host $host (container ddtree-lab-$host): systemd $state"
+  case $state in running|degraded) ;; *) echo "lab host $host did not boot" >&2; exit 1 ;; esac
+done

@@ -1,0 +1,365 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading one systemd unit's state and the journal of one of its invocations.
+
+Parsing is pure (text in, data out) and separate from running commands, so the tests can
+feed it journal output captured from lab hosts, bad bytes included. Commands go through
+a ``runner(argv) -> (rc, stdout_bytes, stderr_bytes)`` callable: the module passes one
+built on AnsibleModule.run_command, tests pass a fake.
+
+Why _SYSTEMD_INVOCATION_ID: it names exactly one start of the unit, so lines left over from
+an earlier (failed) start can never be taken for this one, and no clock comparison is
+needed. Checked on the lab host (systemd 252 in a podman container, runc, cgroup v1
+hybrid): the service's stdout/stderr lines, including those of its child processes, carry
+_SYSTEMD_INVOCATION_ID, while PID 1's own messages about the unit ("Main process exited,
+code=exited, status=1/FAILURE") carry INVOCATION_ID instead. The match ORs the two (``+``)
+so both kinds are read.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import signal
+
+UNIT_PROPERTIES = (
+    'LoadState',
+    'ActiveState',
+    'SubState',
+    'Result',
+    'NRestarts',
+    'ExecMainStatus',
+    'ExecMainCode',
+    'MainPID',
+    'InvocationID',
+    'ExecMainStartTimestampMonotonic',
+    'ControlGroup',
+)
+
+_INT_PROPERTIES = ('NRestarts', 'ExecMainStatus', 'ExecMainCode', 'MainPID', 'ExecMainStartTimestampMonotonic')
+
+# journalctl treats an empty value ("_SYSTEMD_INVOCATION_ID=") as matching every entry of
+# the journal (seen on the lab host), so an id is checked before it goes on a command line.
+_INVOCATION_ID = re.compile(r'^[0-9a-f]{32}$')
+
+# colour codes some loggers write even when stdout is not a terminal
+_ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
+
+# siginfo codes systemd reports in ExecMainCode
+_CLD_EXITED, _CLD_KILLED, _CLD_DUMPED = 1, 2, 3
+
+
+def systemctl_show_argv(unit):
+    return ['systemctl', 'show', unit, '--no-pager', '-p', ','.join(UNIT_PROPERTIES)]
+
+
+def parse_systemctl_show(text):
+    """``Key=Value`` lines -> dict; the numeric properties become ints (0 when empty)."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', 'replace')
+    state = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition('=')
+        if not sep or not key or key != key.strip():
+            continue
+        state[key] = value.strip()
+    for key in _INT_PROPERTIES:
+        try:
+            state[key] = int(state.get(key) or 0)
+        except ValueError:
+            state[key] = 0
+    for key in UNIT_PROPERTIES:
+        state.setdefault(key, '')
+    return state
+
+
+def describe_exit(state):
+    """How the main process ended, in words ("exited with status 1", "killed by SIGKILL")."""
+    code = state.get('ExecMainCode') or 0
+    status = state.get('ExecMainStatus') or 0
+    if code == _CLD_EXITED:
+        return 'exited with status %d' % status
+    if code in (_CLD_KILLED, _CLD_DUMPED):
+        try:
+            name = signal.Signals(status).name
+        except ValueError:
+            name = 'signal %d' % status
+        return ('killed by %s' if code == _CLD_KILLED else 'dumped core on %s') % name
+    return 'stopped'
+
+
+def unit_failure(state, baseline_restarts, first_pid):
+    """Whether the unit shows the service has died or been restarted.
+
+    Returns None while it still looks alive, else (cause, reason) with cause
+    ``unit_not_found``, ``restarted`` or ``process_exited``. ``active`` alone proves
+    nothing (field notes: it said active while the server was dying), so only evidence of
+    death counts here; health is decided elsewhere.
+    """
+    if state.get('LoadState') == 'not-found':
+        return 'unit_not_found', 'the unit is not loaded (LoadState=not-found)'
+    active = state.get('ActiveState')
+    sub = state.get('SubState')
+    pid = state.get('MainPID') or 0
+    restarts = state.get('NRestarts') or 0
+    if sub == 'auto-restart':
+        return 'restarted', 'the main process %s and systemd is restarting the unit (SubState=auto-restart)' % describe_exit(state)
+    if restarts > baseline_restarts:
+        return 'restarted', 'systemd restarted the unit %d time(s) since the check began (NRestarts=%d)' % (restarts - baseline_restarts, restarts)
+    if first_pid and pid and pid != first_pid:
+        return 'restarted', 'the main PID changed from %d to %d' % (first_pid, pid)
+    if active in ('failed', 'inactive', 'deactivating'):
+        return 'process_exited', 'the main process %s (ActiveState=%s, Result=%s)' % (describe_exit(state), active, state.get('Result') or '?')
+    return None
+
+
+def journal_argv(invocation_id, cursor=None):
+    """journalctl for the lines of one invocation, after ``cursor`` when given."""
+    if not _INVOCATION_ID.match(invocation_id or ''):
+        raise ValueError('not a systemd invocation id: %r' % (invocation_id,))
+    argv = [
+        'journalctl',
+        '_SYSTEMD_INVOCATION_ID=%s' % invocation_id, '+', 'INVOCATION_ID=%s' % invocation_id,
+        # --all: without it journalctl writes fields over 4096 bytes as null
+        '-o', 'json', '--all', '--no-pager', '--quiet',
+    ]
+    if cursor:
+        argv.append('--after-cursor=%s' % cursor)
+    return argv
+
+
+def message_text(value):
+    """MESSAGE as text. journalctl writes non-UTF-8 values as arrays of byte values."""
+    if value is None:
+        return ''
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) for v in value):
+            return bytes(bytearray(v & 0xFF for v in value)).decode('utf-8', 'replace')
+        # a field that occurs more than once in an entry comes as a list of its values
+        return '\n'.join(message_text(v) for v in value)
+    if isinstance(value, bytes):
+        return value.decode('utf-8', 'replace')
+    if not isinstance(value, str):
+        return str(value)
+    return value
+
+
+def message_lines(text):
+    """Split a message into display lines: no colour codes, no progress-bar carriage returns."""
+    text = _ANSI.sub('', text)
+    lines = []
+    for part in text.split('\n'):
+        # tqdm redraws with \r; what is left after the last one is what a terminal shows
+        part = part.rstrip('\r').split('\r')[-1].rstrip()
+        if part:
+            lines.append(part)
+    return lines
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_journal_json(data):
+    """Parse ``journalctl -o json`` output.
+
+    Returns (entries, last_cursor, bad_lines). Each entry: cursor, realtime_us, pid,
+    priority, from_systemd (PID 1's message about the unit), message, lines. Lines that are
+    not JSON objects (a truncated last line, noise) are counted and skipped, never fatal.
+    """
+    if isinstance(data, bytes):
+        data = data.decode('utf-8', 'replace')
+    entries = []
+    cursor = None
+    bad = 0
+    for raw in data.splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            bad += 1
+            continue
+        if not isinstance(obj, dict):
+            bad += 1
+            continue
+        text = message_text(obj.get('MESSAGE'))
+        entry = {
+            'cursor': obj.get('__CURSOR'),
+            'realtime_us': _int_or_none(obj.get('__REALTIME_TIMESTAMP')),
+            'pid': _int_or_none(obj.get('_PID')),
+            'priority': _int_or_none(obj.get('PRIORITY')),
+            'from_systemd': 'INVOCATION_ID' in obj and '_SYSTEMD_INVOCATION_ID' not in obj,
+            'message': text,
+            'lines': message_lines(text),
+        }
+        entries.append(entry)
+        if entry['cursor']:
+            cursor = entry['cursor']
+    return entries, cursor, bad
+
+
+class JournalReader:
+    """Reads one invocation's journal incrementally (a cursor between calls)."""
+
+    def __init__(self, runner, invocation_id):
+        self.runner = runner
+        self.invocation_id = invocation_id
+        self.cursor = None
+        self.lines = []
+        # (realtime_us, line) per line, for "stuck in <phase> for N s"
+        self.timed_lines = []
+        self.bad_lines = 0
+        self.last_error = None
+
+    def poll(self):
+        """New entries since the last call ([] on a journalctl error, which is kept in last_error)."""
+        rc, out, err = self.runner(journal_argv(self.invocation_id, self.cursor))
+        if rc != 0:
+            if isinstance(err, bytes):
+                err = err.decode('utf-8', 'replace')
+            self.last_error = 'journalctl exited %d: %s' % (rc, (err or '').strip())
+            return []
+        self.last_error = None
+        entries, cursor, bad = parse_journal_json(out)
+        self.bad_lines += bad
+        if cursor:
+            self.cursor = cursor
+        for entry in entries:
+            for line in entry['lines']:
+                self.lines.append(line)
+                self.timed_lines.append((entry['realtime_us'], line))
+        return entries
+
+
+# --- who owns the listening port --------------------------------------------------------
+# An old SGLang unit still bound to the port answers /v1/models and /generate while the new
+# unit is still loading (it only fails with "address already in use" minutes later, at
+# bind). So a healthy answer counts only when the socket belongs to the unit's processes.
+
+_TCP_LISTEN = '0A'
+
+
+def parse_proc_net_tcp(text, port):
+    """Inodes of sockets LISTENing on ``port`` in /proc/net/tcp or tcp6 text."""
+    inodes = set()
+    for line in text.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) < 10 or cols[3] != _TCP_LISTEN:
+            continue
+        try:
+            local_port = int(cols[1].rsplit(':', 1)[1], 16)
+        except (IndexError, ValueError):
+            continue
+        if local_port == port and cols[9] != '0':
+            inodes.add(cols[9])
+    return inodes
+
+
+def socket_inode(link):
+    """'socket:[12345]' -> '12345', anything else -> None."""
+    if link.startswith('socket:[') and link.endswith(']'):
+        return link[8:-1]
+    return None
+
+
+def cgroup_procs_paths(control_group):
+    """Where cgroup.procs of a unit's cgroup can be, for cgroup v2 and v1 (hybrid) hosts."""
+    cg = control_group.strip('/')
+    return ['/sys/fs/cgroup/%s/cgroup.procs' % cg, '/sys/fs/cgroup/systemd/%s/cgroup.procs' % cg,
+            '/sys/fs/cgroup/unified/%s/cgroup.procs' % cg]
+
+
+def _read(path):
+    with open(path, 'r') as handle:
+        return handle.read()
+
+
+def listening_inodes(port, proc='/proc'):
+    inodes = set()
+    for name in ('tcp', 'tcp6'):
+        try:
+            inodes |= parse_proc_net_tcp(_read(os.path.join(proc, 'net', name)), port)
+        except (IOError, OSError):
+            pass
+    return inodes
+
+
+def pid_socket_inodes(pid, proc='/proc'):
+    fd_dir = os.path.join(proc, str(pid), 'fd')
+    inodes = set()
+    for fd in os.listdir(fd_dir):
+        try:
+            inode = socket_inode(os.readlink(os.path.join(fd_dir, fd)))
+        except OSError:
+            continue
+        if inode:
+            inodes.add(inode)
+    return inodes
+
+
+def unit_pids(control_group, main_pid=0):
+    pids = set()
+    # an empty ControlGroup would name the root cgroup, i.e. every process on the host
+    for path in cgroup_procs_paths(control_group) if control_group and control_group.strip('/') else []:
+        try:
+            pids |= set(int(p) for p in _read(path).split())
+        except (IOError, OSError, ValueError):
+            continue
+        if pids:
+            break
+    if main_pid:
+        pids.add(main_pid)
+    return pids
+
+
+def port_owner(port, control_group, main_pid, proc='/proc'):
+    """Whether the unit holds the listening socket of ``port``.
+
+    Returns (owned, other_pids): owned is True/False, or None when it cannot be told (no
+    listener visible, the unit's /proc entries not readable as this user); other_pids
+    names the processes outside the unit that hold it.
+    """
+    listeners = listening_inodes(port, proc)
+    if not listeners:
+        return None, []
+    mine = set()
+    readable = 0
+    for pid in unit_pids(control_group, main_pid):
+        try:
+            mine |= pid_socket_inodes(pid, proc)
+            readable += 1
+        except OSError:
+            continue
+    if not readable:
+        return None, []
+    if mine & listeners:
+        return True, []
+    others = []
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                if pid_socket_inodes(entry, proc) & listeners:
+                    others.append(int(entry))
+            except OSError:
+                continue
+    return False, sorted(others)
+
+
+def process_name(pid, proc='/proc'):
+    try:
+        return _read(os.path.join(proc, str(pid), 'comm')).strip()
+    except (IOError, OSError):
+        return '?'

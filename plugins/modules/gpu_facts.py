@@ -1,0 +1,239 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_facts
+short_description: Gather NVIDIA GPU facts with nvidia-smi
+version_added: "0.1.0"
+description:
+  - Runs C(nvidia-smi --query-gpu=index,name,uuid,memory.total,driver_version,compute_cap --format=csv,noheader,nounits)
+    and C(nvidia-smi -q) on the managed host and returns the GPUs as the C(gpu_facts) fact.
+  - The envelope checks of the collection size KV cache and state pools from C(memory_total_mib)
+    and pick wheels and kernels from C(compute_cap).
+  - On lab hosts nvidia-smi is a stand-in that labels its output C(SIMULATED); the fact
+    C(simulated) says so, so that plays can refuse to treat a lab host as production.
+  - The module only reads; it behaves the same in check mode.
+author:
+  - ddtree.sglang maintainers (@ddtree)
+options:
+  nvidia_smi_path:
+    description:
+      - Path or name of the nvidia-smi binary. A bare name is looked up in C(PATH) and the
+        usual driver locations.
+    type: str
+    default: nvidia-smi
+notes:
+  - Drivers older than 510 cannot report C(compute_cap); the module then asks again without it
+    and returns C(compute_cap) as null.
+seealso:
+  - name: nvidia-smi documentation
+    description: Query fields accepted by C(--query-gpu).
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+attributes:
+  check_mode:
+    description: Can run in check mode; it only reads, so it does the same as without.
+    support: full
+  diff_mode:
+    description: Returns no diff; nothing is changed.
+    support: none
+  facts:
+    description: Sets the C(gpu_facts) fact.
+    support: full
+'''
+
+EXAMPLES = r'''
+- name: Gather GPU facts
+  ddtree.sglang.gpu_facts:
+
+- name: Refuse hosts with fewer GPUs than the tensor-parallel size
+  ansible.builtin.assert:
+    that:
+      - gpu_facts.count >= sglang_envelope.tensor_parallel_size
+    fail_msg: "{{ inventory_hostname }} has {{ gpu_facts.count }} GPU(s), the envelope needs {{ sglang_envelope.tensor_parallel_size }}"
+
+- name: Show the GPU class of each host
+  ansible.builtin.debug:
+    msg: "{{ gpu_facts.gpu_classes | join(', ') }}, {{ gpu_facts.gpus[0].memory_total_mib }} MiB, CUDA {{ gpu_facts.cuda_version }}"
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: complex
+  contains:
+    gpu_facts:
+      description: The host's NVIDIA GPUs as nvidia-smi reports them.
+      returned: always
+      type: complex
+      contains:
+        count:
+          description: Number of GPUs.
+          type: int
+          sample: 2
+        driver_version:
+          description: NVIDIA driver version.
+          type: str
+          sample: "580.95.05"
+        cuda_version:
+          description: Highest CUDA version the driver supports (the C(CUDA Version) line of C(nvidia-smi -q)); null if not shown.
+          type: str
+          sample: "13.0"
+        simulated:
+          description: True when nvidia-smi labels its output C(SIMULATED) (lab hosts).
+          type: bool
+          sample: false
+        gpu_classes:
+          description: Sorted unique GPU names.
+          type: list
+          elements: str
+          sample: ["NVIDIA RTX A6000"]
+        gpus:
+          description: One entry per GPU, in index order.
+          type: list
+          elements: dict
+          contains:
+            index:
+              description: GPU index as nvidia-smi numbers it.
+              type: int
+              sample: 0
+            name:
+              description: Product name.
+              type: str
+              sample: NVIDIA RTX A6000
+            uuid:
+              description: GPU UUID.
+              type: str
+              sample: GPU-bd272f1a-08c5-5163-af85-026ab8815bae
+            memory_total_mib:
+              description: Total framebuffer memory in MiB; null when not reported.
+              type: int
+              sample: 49140
+            compute_cap:
+              description: CUDA compute capability, for example C(8.6) or C(12.0); null on drivers that cannot report it.
+              type: str
+              sample: "8.6"
+'''
+
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+QUERY_FIELDS = ('index', 'name', 'uuid', 'memory.total', 'driver_version', 'compute_cap')
+# what nvidia-smi prints for a value it cannot read
+_MISSING = ('', '[N/A]', 'N/A', '[Not Supported]', '[Unknown Error]', '[Insufficient Permissions]')
+_CUDA_VERSION = re.compile(r'^\s*CUDA Version\s*:\s*(\S+)', re.MULTILINE)
+_SIMULATED = 'SIMULATED'
+
+
+def query_argv(binary, fields=QUERY_FIELDS):
+    return [binary, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits']
+
+
+def _value(text):
+    text = text.strip()
+    return None if text in _MISSING else text
+
+
+def _int(text):
+    try:
+        return int(float(text))
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_query_csv(text, fields=QUERY_FIELDS):
+    """Parse --query-gpu csv (noheader, nounits) into GPU dicts.
+
+    GPU names hold no commas today, but a name with one must not shift the later columns:
+    the columns after ``name`` are taken from the right.
+    """
+    gpus = []
+    width = len(fields)
+    name_at = fields.index('name')
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(',')]
+        if len(cells) < width:
+            raise ValueError('nvidia-smi csv line has %d fields, expected %d: %r' % (len(cells), width, line))
+        if len(cells) > width:
+            extra = len(cells) - width
+            cells = cells[:name_at] + [', '.join(cells[name_at:name_at + extra + 1])] + cells[name_at + extra + 1:]
+        row = dict(zip(fields, cells))
+        gpus.append({
+            'index': _int(row.get('index')),
+            'name': _value(row.get('name', '')) or 'unknown',
+            'uuid': _value(row.get('uuid', '')),
+            'memory_total_mib': _int(_value(row.get('memory.total', ''))),
+            'compute_cap': _value(row.get('compute_cap', '')),
+            'driver_version': _value(row.get('driver_version', '')),
+        })
+    gpus.sort(key=lambda g: (g['index'] is None, g['index']))
+    return gpus
+
+
+def parse_cuda_version(text):
+    """The ``CUDA Version`` of ``nvidia-smi -q`` (the driver's highest supported CUDA), or None."""
+    found = _CUDA_VERSION.search(text or '')
+    return _value(found.group(1)) if found else None
+
+
+def build_facts(csv_text, q_text, fields=QUERY_FIELDS):
+    gpus = parse_query_csv(csv_text, fields)
+    drivers = [g.pop('driver_version') for g in gpus]
+    driver = next((d for d in drivers if d), None)
+    return {
+        'count': len(gpus),
+        'driver_version': driver,
+        'cuda_version': parse_cuda_version(q_text),
+        'gpus': gpus,
+        'simulated': _SIMULATED in (q_text or ''),
+        'gpu_classes': sorted(set(g['name'] for g in gpus)),
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi_path=dict(type='str', default='nvidia-smi'),
+        ),
+        supports_check_mode=True,
+    )
+    binary = module.params['nvidia_smi_path']
+    if '/' not in binary:
+        binary = module.get_bin_path(binary, opt_dirs=['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin'])
+        if not binary:
+            module.fail_json(msg='nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
+                                 'install the NVIDIA driver utilities, or set nvidia_smi_path')
+
+    fields = QUERY_FIELDS
+    rc, out, err = module.run_command(query_argv(binary, fields))
+    if rc != 0 and 'compute_cap' in (err + out):
+        # drivers before 510 reject the compute_cap field; the rest is still worth having
+        fields = tuple(f for f in QUERY_FIELDS if f != 'compute_cap')
+        rc, out, err = module.run_command(query_argv(binary, fields))
+    if rc != 0:
+        module.fail_json(msg='%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
+                             'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output'),
+                         rc=rc, stdout=out, stderr=err)
+    q_rc, q_out, q_err = module.run_command([binary, '-q'])
+    if q_rc != 0:
+        module.fail_json(msg='%s -q failed (rc=%d): %s' % (binary, q_rc, (q_err or q_out).strip() or 'no output'),
+                         rc=q_rc, stdout=q_out, stderr=q_err)
+    try:
+        facts = build_facts(out, q_out, fields)
+    except ValueError as e:
+        module.fail_json(msg='cannot parse nvidia-smi output: %s' % e, stdout=out)
+    module.exit_json(changed=False, ansible_facts={'gpu_facts': facts})
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One-time (idempotent) set-up of a controller: host packages, the project venv with the
+# pinned tools, containers.podman (Galaxy is not reachable: taken from the `ansible`
+# wheel on PyPI), the offline stand-in for ansible-test's get-pip download, and the lab image.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-python3.11}
+ANSIBLE_BUNDLE_VERSION=12.3.0   # bundles containers.podman 1.18.0
+
+log() { printf '\n== setup: %s\n' "$*"; }
+
+need_apt=()
+for bin in podman runc debootstrap; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt packages: ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null
+fi
+
+if [ ! -x .venv/bin/ansible-playbook ] || ! cmp -s requirements-dev.txt .venv/.requirements-dev.txt; then
+  log "project venv (.venv) with pinned tools"
+  "$PY" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r requirements-dev.txt
+  cp requirements-dev.txt .venv/.requirements-dev.txt
+fi
+
+if [ ! -d .deps/ansible_collections/containers/podman ]; then
+  log "containers.podman from the ansible $ANSIBLE_BUNDLE_VERSION wheel"
+  tmp=$(mktemp -d)
+  .venv/bin/pip download -q --no-deps "ansible==$ANSIBLE_BUNDLE_VERSION" -d "$tmp"
+  .venv/bin/python - "$tmp" "$ROOT/.deps" <<'PY'
+import glob, sys, zipfile
+wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/ansible-*.whl")[0])
+wheel.extractall(sys.argv[2], [n for n in wheel.namelist()
+                               if n.startswith("ansible_collections/containers/podman/")])
+PY
+  rm -rf "$tmp"
+fi
+
+# ansible-test looks for the collection under .../ansible_collections/ddtree/sglang
+mkdir -p .deps/tree/ansible_collections/ddtree
+ln -sfn "$ROOT" .deps/tree/ansible_collections/ddtree/sglang
+
+# ansible-test sanity downloads get-pip from a host outside PyPI: seed its cache instead
+cache="$HOME/.ansible/test/cache"
+if [ ! -f "$cache/get_pip_24_2.py" ]; then
+  log "offline get-pip stand-in for ansible-test"
+  mkdir -p "$cache"
+  .venv/bin/pip download -q --no-deps pip==24.2 -d "$cache"
+  cp scripts/get_pip_offline.py "$cache/get_pip_24_2.py"
+fi
+
+log "lab image"
+lab/build-image.sh

@@ -1,0 +1,296 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ddtree.sglang.plugins.modules import sglang_health
+
+INVOCATION = 'd702c87bd75b4c0d814920a15dab0820'
+PREFIX = '[2026-11-29 09:00:00 TP0] '
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def exits(monkeypatch):
+    def exit_json(self, **kwargs):
+        raise ExitJson(kwargs)
+
+    def fail_json(self, msg, **kwargs):
+        kwargs['msg'] = msg
+        raise FailJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+def show(active='active', sub='running', pid=4242, restarts=0, code=0, status=0, result='success'):
+    return ('ActiveState=%s\nSubState=%s\nMainPID=%d\nNRestarts=%d\nExecMainCode=%d\nExecMainStatus=%d\nResult=%s\n'
+            'InvocationID=%s\nLoadState=loaded\nExecMainStartTimestampMonotonic=0\n'
+            % (active, sub, pid, restarts, code, status, result, INVOCATION))
+
+
+class FakeHost:
+    """systemctl/journalctl answers scripted per poll; the last one repeats."""
+
+    def __init__(self, states, journal_batches):
+        self.states = list(states)
+        self.batches = list(journal_batches)
+        self.cursor = 0
+        self.commands = []
+
+    def run_command(self, module, args, **kwargs):
+        self.commands.append(args)
+        if args[0] == 'systemctl':
+            state = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+            return 0, state, ''
+        if args[0] == 'journalctl':
+            batch = self.batches.pop(0) if self.batches else []
+            out = ''
+            for message in batch:
+                self.cursor += 1
+                out += json.dumps({'__CURSOR': 's=%d' % self.cursor, '__REALTIME_TIMESTAMP': '1795945048633054',
+                                   '_SYSTEMD_INVOCATION_ID': INVOCATION, 'MESSAGE': message}) + '\n'
+            return 0, out.encode('utf-8'), b''
+        raise AssertionError('unexpected command %r' % (args,))
+
+
+@pytest.fixture
+def host(monkeypatch):
+    holder = {}
+
+    def install(states, batches):
+        fake = FakeHost(states, batches)
+
+        def run_command(module, args, **kwargs):
+            return fake.run_command(module, args, **kwargs)
+        monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+        # the test's own HTTP server is not in a unit; ownership is tested on its own below
+        monkeypatch.setattr(sglang_health.journal, 'port_owner', lambda port, cg, pid: (True, []))
+        holder['fake'] = fake
+        return fake
+    return install
+
+
+class Api(BaseHTTPRequestHandler):
+    models_status = 200
+    generate_statuses = [200]
+    generate_text = ' Paris.'
+    seen_auth = []
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, body):
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self):
+        Api.seen_auth.append(self.headers.get('Authorization'))
+        self._send(Api.models_status, {'object': 'list', 'data': [{'id': '/root/models/Qwen3.6-27B'}]})
+
+    def do_POST(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        json.loads(self.rfile.read(length))
+        status = Api.generate_statuses.pop(0) if len(Api.generate_statuses) > 1 else Api.generate_statuses[0]
+        if status == 200:
+            self._send(200, {'text': Api.generate_text, 'meta_info': {}})
+        else:
+            self._send(status, {'error': 'internal error'})
+
+
+@pytest.fixture
+def api():
+    Api.models_status = 200
+    Api.generate_statuses = [200]
+    Api.generate_text = ' Paris.'
+    Api.seen_auth = []
+    server = HTTPServer(('127.0.0.1', 0), Api)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    yield 'http://127.0.0.1:%d' % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def closed_port_url():
+    server = HTTPServer(('127.0.0.1', 0), Api)
+    port = server.server_address[1]
+    server.server_close()
+    return 'http://127.0.0.1:%d' % port
+
+
+def run(args):
+    with patch_module_args(args):
+        sglang_health.main()
+
+
+READY = [PREFIX + 'Load weight begin.', PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph',
+         PREFIX + 'Load weight end.', PREFIX + 'Memory pool end.', 'INFO:     Uvicorn running on http://127.0.0.1:30000',
+         '[2026-11-29 09:00:09] The server is fired up and ready to roll!']
+
+
+def test_healthy(host, api):
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'sglang-qwen.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['healthy'] is True and result['verdict'] == 'healthy' and result['changed'] is False
+    assert result['model_id'] == '/root/models/Qwen3.6-27B'
+    assert result['generation_text'] == ' Paris.'
+    assert result['phase'] == 'ready'
+    assert result['ignored_flag_warnings'] == [PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph']
+    assert result['unit_state']['MainPID'] == 4242
+
+
+def test_pool_failure_is_reported_at_once(host):
+    pool = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
+            '  File "pool_configurator.py", line 211, in configure',
+            'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
+    host([show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')], [[], pool])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'sglang-qwen.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['verdict'] == 'failed' and result['healthy'] is False
+    assert result['cause'] == 'mem_pool_too_small'
+    assert result['phase'] == 'sizing_pools'
+    assert result['elapsed_s'] < 5
+    assert '[mem_pool_too_small]' in result['msg'] and '0.88' in result['msg']
+    assert result['fatal_lines'][0] == 'Traceback (most recent call last):'
+
+
+def test_dead_unit_without_known_lines_is_process_exited(host):
+    host([show(active='failed', sub='failed', pid=0, code=2, status=9, result='signal')], [[PREFIX + 'Load weight begin.']])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30})
+    result = e.value.args[0]
+    assert result['cause'] == 'process_exited'
+    assert 'killed by SIGKILL' in result['diagnosis'] and 'loading_weights' in result['diagnosis']
+
+
+def test_restart_is_a_failure(host):
+    host([show(restarts=1), show(restarts=2)], [[]])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
+    assert e.value.args[0]['cause'] == 'restarted'
+
+
+def test_unclassified_traceback_reported_when_the_unit_dies(host):
+    lines = ['Traceback (most recent call last):', '  File "ddtree.py", line 1, in f', 'KeyError: 7']
+    host([show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')], [lines])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['cause'] == 'unclassified' and result['fatal_lines'][-1] == 'KeyError: 7'
+
+
+def test_generation_5xx_after_one_retry(host, api):
+    Api.generate_statuses = [500, 500]
+    host([show()], [READY])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 20, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['cause'] == 'generation_failed' and 'HTTP 500' in result['diagnosis']
+    assert result['model_id']
+
+
+def test_generation_5xx_then_ok_is_healthy(host, api):
+    Api.generate_statuses = [503, 200]
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 20, 'poll_interval': 0.05})
+    assert e.value.args[0]['healthy'] is True
+
+
+def test_generate_expect_mismatch(host, api):
+    host([show()], [READY])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 20, 'poll_interval': 0.05, 'generate_expect': 'Berlin'})
+    assert e.value.args[0]['cause'] == 'generation_failed'
+
+
+def test_timeout_names_the_phase(host):
+    host([show()], [[PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', PREFIX + 'Memory pool end.',
+                     PREFIX + 'Capture cuda graph begin.']])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 0.5, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['verdict'] == 'timeout' and result['cause'] == 'timeout'
+    assert 'stuck in capturing_cuda_graph for' in result['diagnosis']
+    assert result['journal_tail'][-1].endswith('Capture cuda graph begin.')
+
+
+def test_not_failing_when_asked(host):
+    host([show(active='failed', sub='failed', pid=0, code=1, status=2, result='exit-code')],
+         [['usage: launch_server.py [-h]', 'launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 64']])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'fail_on_unhealthy': False})
+    result = e.value.args[0]
+    assert result['healthy'] is False and result['cause'] == 'unrecognized_arguments'
+    assert '--speculative-ddtree-budget 64' in result['diagnosis']
+
+
+def test_unit_not_found(host):
+    host(['LoadState=not-found\nActiveState=inactive\nSubState=dead\nInvocationID=\n'], [])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'nope.service'})
+    assert e.value.args[0]['cause'] == 'unit_not_found'
+
+
+def test_api_key_is_sent_and_never_returned(host, api, tmp_path):
+    key_file = tmp_path / 'key'
+    key_file.write_text('s3cr3t-key\n')
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_file': str(key_file)})
+    assert 'Bearer s3cr3t-key' in Api.seen_auth
+    assert 's3cr3t-key' not in json.dumps(e.value.args[0])
+
+
+def test_unauthorized_fails_fast(host, api):
+    Api.models_status = 401
+    host([show()], [READY])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 20, 'poll_interval': 0.05})
+    assert e.value.args[0]['cause'] == 'http_unauthorized'
+    assert e.value.args[0]['elapsed_s'] < 5
+
+
+def test_missing_api_key_file(host):
+    host([show()], [[]])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'api_key_file': '/nonexistent/key'})
+    assert 'cannot read api_key_file' in e.value.args[0]['msg']
+
+
+def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
+    host([show()], [[PREFIX + 'Load weight begin.']])
+    monkeypatch.setattr(sglang_health.journal, 'port_owner', lambda port, cg, pid: (False, [999]))
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'sglang-qwen-ddtree.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['cause'] == 'port_in_use' and result['healthy'] is False
+    assert 'PID 999' in result['diagnosis'] and 'loading_weights' in result['diagnosis']
+    assert 'ss -ltnp' in result['advice']
