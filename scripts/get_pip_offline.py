@@ -18,5 +18,5 @@ from pip._internal.cli.main import main as pip_main  # noqa: E402  pylint: disab
 PARSER = argparse.ArgumentParser(add_help=False)
 PARSER.add_argument("--no-setuptools", action="store_true")
 PARSER.add_argument("--no-wheel", action="store_true")
-_, PIP_ARGS = PARSER.parse_known_args()
+_KNOWN, PIP_ARGS = PARSER.parse_known_args()
 sys.exit(pip_main(["install", "--upgrade", "--force-reinstall", "--find-links", HERE] + PIP_ARGS + ["pip"]))

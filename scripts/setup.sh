@@ -11,11 +11,11 @@ ANSIBLE_BUNDLE_VERSION=12.3.0   # bundles containers.podman 1.18.0
 log() { printf '\n== setup: %s\n' "$*"; }
 
 need_apt=()
-for bin in podman runc debootstrap; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
+for bin in podman runc debootstrap shellcheck; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt packages: ${need_apt[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap shellcheck >/dev/null
 fi
 
 if [ ! -x .venv/bin/ansible-playbook ] || ! cmp -s requirements-dev.txt .venv/.requirements-dev.txt; then

@@ -4,7 +4,7 @@
 # molecule scenarios on lab hosts. Each stage runs even when an earlier one failed; the last
 # line counts them. Usage: scripts/test.sh [stage ...]   (stages: see STAGES below)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 scripts/setup.sh || exit 1
 lab/build-wheelhouse.sh >/dev/null || exit 1
@@ -25,7 +25,7 @@ copy_collection() {
 stage_units() { copy_collection && (cd "$COLLECTION" && ansible-test units --python 3.11 --local --requirements-mode skip 2>&1 | grep -v '^WARNING: Skipping'; exit "${PIPESTATUS[0]}") ; }
 stage_lab_units() { python -m pytest -q -p no:cacheprovider lab/tests ; }
 stage_lint() { ansible-lint --profile production ; }
-stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11 --requirements-mode skip) ; }
+stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint ; }
 stage_build_doc() {
   local out; out=$(mktemp -d)

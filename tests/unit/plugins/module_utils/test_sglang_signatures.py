@@ -126,7 +126,7 @@ def test_warnings_drop_copies_from_other_ranks():
     (["ImportError: /root/ml-env/lib/python3.11/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"],
      'cuda_abi_mismatch', '_ZN3c104cuda9SetDeviceEi'),
     (['RuntimeError: CUDA error: no kernel image is available for execution on the device'], 'cuda_abi_mismatch', 'compute capability'),
-    (["OSError: Can't load the configuration of '/root/models/Qwen3.6-27B'. If you were trying to load it from 'https://huggingface.co/models'"],
+    (["OSError: Can't load the configuration of '/root/models/Qwen3.6-27B'. If you were trying to load it from the model hub"],
      'model_config_error', '/root/models/Qwen3.6-27B'),
     (["ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"],
      'port_in_use', "('127.0.0.1', 30000)"),
