@@ -30,6 +30,15 @@ description:
     failure, not a healthy verdict. The check is skipped when C(/proc) cannot be read.
   - A service that neither fails nor becomes healthy before O(timeout) gets a C(timeout)
     verdict naming the start-up phase it is stuck in and for how long.
+  - With O(settle_s), the unit's state and journal are watched for that many seconds more
+    after the first healthy generation; a death, restart or fatal line inside this settle
+    window is a C(failed) verdict with the cause from the journal.
+  - "Live progress. A task using this module runs through the collection's action plugin of
+    the same name, which calls the module in slices of O(slice_s) seconds (5 unless set) and
+    prints a line per slice in the normal play output, for example
+    V([ct129] sglang-qwen.service: capturing_cuda_graph, 12 s since start (pid 1234\\), API not answering yet).
+    Each slice still polls every O(poll_interval), so a crash is still decided within about a
+    second; the task's result is the last slice's result, the verdict."
   - The signatures live in the collection's C(sglang_signatures) module_utils table.
   - The module only reads; it behaves the same in check mode.
 author:
@@ -82,11 +91,39 @@ options:
         verdict is only returned, for a rescue or rollback to act on.
     type: bool
     default: true
+  settle_s:
+    description:
+      - Seconds to keep watching the unit's state and journal after the first healthy
+        generation. A death, restart or fatal line in this window makes the verdict
+        C(failed) (cause from the journal). V(0) ends the check at the healthy generation.
+      - Counted on top of O(timeout), which bounds the start-up only.
+    type: float
+    default: 0
+  slice_s:
+    description:
+      - Longest time one module call watches before it returns verdict C(pending) with a
+        progress line and the state the next call needs (see RV(resume)).
+      - V(0) watches until the verdict in one call. The module's own default is V(0); the
+        collection's action plugin, which runs every task of this module, sets V(5) when the
+        task does not set it, and calls the module again after each C(pending) slice.
+      - A slice ends only after the HTTP request in flight has answered (a generation may
+        take longer than a slice); the unit and the journal are watched meanwhile.
+    type: float
+    default: 0
+  _resume:
+    description:
+      - Internal. State the action plugin hands from one slice to the next (the RV(resume)
+        of a C(pending) result). Do not set it in a task; the action plugin refuses it.
+    type: dict
 notes:
   - Needs C(systemctl) and C(journalctl) on the managed host and read access to the
     unit's journal (root, or a member of C(systemd-journal)).
   - Call it right after starting or restarting the unit; it judges the unit's current
     invocation and takes the restart count at the moment it starts as the baseline.
+  - Every slice reads the judged invocation's journal from its start, so no line is lost
+    between slices; the baseline restart count, the first main PID, the invocation id and the
+    HTTP probe's progress travel in RV(resume). A unit started again between two slices (new
+    invocation id) is a C(restarted) failure.
   - A traceback that matches no signature does not fail the check by itself (SGLang logs
     some recoverable ones); if the service then dies, it is returned with cause
     C(unclassified).
@@ -113,6 +150,8 @@ EXAMPLES = r'''
     unit: sglang-qwen.service
     base_url: http://127.0.0.1:30000
     timeout: 900
+    settle_s: 5        # still fail if it dies within 5 s after the first generation
+    slice_s: 10        # a progress line every 10 s (5 when not set)
 
 - name: Judge without failing, so that a rollback can run
   ddtree.sglang.sglang_health:
@@ -136,7 +175,10 @@ healthy:
   type: bool
   sample: false
 verdict:
-  description: C(healthy), C(failed) or C(timeout).
+  description:
+    - C(healthy), C(failed) or C(timeout).
+    - C(pending) only from a module call with O(slice_s) whose slice ended without a verdict;
+      the action plugin then calls it again, so a task never ends with C(pending).
   returned: always
   type: str
   sample: failed
@@ -197,10 +239,32 @@ elapsed_s:
   type: float
   sample: 2.6
 time_to_healthy_s:
-  description: Seconds from the unit's main process start to the healthy verdict; null when not healthy.
+  description:
+    - Seconds from the unit's main process start to the first healthy generation (before any
+      settle window); null when not healthy.
   returned: always
   type: float
   sample: 41.3
+settled_s:
+  description:
+    - Seconds the unit was watched after the first healthy generation; at least O(settle_s)
+      when healthy, how long it lasted when it failed inside the settle window, 0 when no
+      generation succeeded.
+  returned: always
+  type: float
+  sample: 5.2
+progress:
+  description: One line on where start-up stands, printed by the action plugin between slices.
+  returned: when verdict is C(pending)
+  type: str
+  sample: "sglang-qwen.service: capturing_cuda_graph, 12 s since start (pid 1234), API not answering yet"
+resume:
+  description:
+    - Internal. What the next slice needs, passed back as O(_resume) by the action plugin
+      (start time, baseline C(NRestarts), first C(MainPID), C(InvocationID), HTTP probe
+      progress, the healthy generation of a settle window). Its keys may change.
+  returned: when verdict is C(pending)
+  type: dict
 model_id:
   description: C(data[0].id) from C(/v1/models), empty until the API answered.
   returned: always
@@ -258,7 +322,7 @@ class HttpProbe(threading.Thread):
     A generation can block for seconds; a crash meanwhile must still be reported at once.
     """
 
-    def __init__(self, base_url, headers, prompt, max_tokens, expect, interval, deadline):
+    def __init__(self, base_url, headers, prompt, max_tokens, expect, interval, deadline, resume=None):
         threading.Thread.__init__(self)
         self.daemon = True
         self.base_url = base_url.rstrip('/')
@@ -279,6 +343,21 @@ class HttpProbe(threading.Thread):
         self.generation_latency_s = None
         self.outcome = None  # None while undecided, 'healthy' or 'failed'
         self.failure = ('', '')
+        # failed generations so far (a slice hands the count on to the next)
+        self.generate_failures = 0
+        resume = resume or {}
+        if resume.get('stage') == 'generate' and resume.get('model_id'):
+            # /v1/models answered in an earlier slice
+            self.stage = 'generate'
+            self.model_id = str(resume['model_id'])
+            self.generate_failures = int(resume.get('generate_failures') or 0)
+        self.last_error = str(resume.get('last_error') or '')
+
+    def snapshot(self):
+        """What the next slice needs to go on where this one stopped."""
+        with self.lock:
+            return dict(stage=self.stage, model_id=self.model_id, generate_failures=self.generate_failures,
+                        last_error=self.last_error)
 
     def _request(self, path, body=None):
         remaining = max(1.0, self.deadline - time.monotonic())
@@ -340,7 +419,6 @@ class HttpProbe(threading.Thread):
         return False
 
     def _generate(self):
-        failures = 0
         body = {'text': self.prompt, 'sampling_params': {'max_new_tokens': self.max_tokens, 'temperature': 0}}
         while not self.stop.is_set() and time.monotonic() < self.deadline:
             started = time.monotonic()
@@ -377,7 +455,9 @@ class HttpProbe(threading.Thread):
                     self.generation_latency_s = round(latency, 3)
                     self.outcome = 'healthy'
                 return
-            failures += 1
+            with self.lock:
+                self.generate_failures += 1
+                failures = self.generate_failures
             self.last_error = problem
             if failures >= GENERATE_ATTEMPTS:
                 self._fail('generation_failed', 'generation is broken: %s (after %d attempts)' % (problem, failures))
@@ -386,22 +466,49 @@ class HttpProbe(threading.Thread):
 
     def run(self):
         try:
-            if self._models():
+            if self.stage == 'generate' or self._models():
                 self._generate()
         except Exception as e:  # pylint: disable=broad-except
             # a bug here must surface as a verdict, not as a silent thread death and a timeout
             self._fail('probe_error', 'the HTTP probe crashed: %s' % e)
 
 
+def _number(value, default=None):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
 class HealthCheck:
     def __init__(self, module):
         self.module = module
         self.params = module.params
-        self.started = time.monotonic()
+        now = time.monotonic()
+        # the state an earlier slice handed on (see the _resume option); empty on a first call
+        resume = self.params.get('_resume') or {}
+        started = _number(resume.get('started'))
+        # CLOCK_MONOTONIC is system-wide, so a monotonic time from an earlier slice on this host still counts
+        self.started = started if started is not None and started <= now else now
         self.deadline = self.started + max(0.0, self.params['timeout'])
+        slice_s = self.params['slice_s'] or 0.0
+        self.slice_end = now + slice_s if slice_s > 0 else None
+        self.settle_s = max(0.0, self.params['settle_s'] or 0.0)
+        self.slices = int(_number(resume.get('slices'), 0)) + 1
         self.state = {}
-        self.baseline_restarts = 0
-        self.first_pid = 0
+        baseline = _number(resume.get('baseline_restarts'))
+        self.baseline_restarts = int(baseline) if baseline is not None else None
+        self.first_pid = int(_number(resume.get('first_pid'), 0))
+        self.invocation = str(resume.get('invocation_id') or '')
+        self.api_resume = resume.get('api') if isinstance(resume.get('api'), dict) else {}
+        # the healthy generation, once there was one (the settle window watches after it)
+        healthy = resume.get('healthy') if isinstance(resume.get('healthy'), dict) else {}
+        healthy_at = _number(healthy.get('at'))
+        self.healthy_at = healthy_at if healthy_at is not None and healthy_at <= now else None
+        self.time_to_healthy = _number(healthy.get('time_to_healthy_s'))
+        self.api = dict(model_id=str(healthy.get('model_id') or self.api_resume.get('model_id') or ''),
+                        generation_text=str(healthy.get('generation_text') or ''),
+                        generation_latency_s=_number(healthy.get('generation_latency_s')))
         self.reader = None
         self.journal_error = None
 
@@ -458,12 +565,23 @@ class HealthCheck:
             return max(0.0, time.monotonic() - start_mono)
         return time.monotonic() - self.started
 
+    def sync_probe(self, probe):
+        """Copy what the HTTP probe learnt into the results (the probe is gone in a settle slice)."""
+        if probe is None:
+            return
+        with probe.lock:
+            self.api['model_id'] = probe.model_id or self.api['model_id']
+            self.api['generation_text'] = probe.generation_text or self.api['generation_text']
+            if probe.generation_latency_s is not None:
+                self.api['generation_latency_s'] = probe.generation_latency_s
+
+    def since_start_s(self):
+        start_mono = (self.state.get('ExecMainStartTimestampMonotonic') or 0) / 1e6
+        return round(time.monotonic() - (start_mono or self.started), 3)
+
     def result(self, verdict, cause='', diagnosis='', advice='', fatal_lines=None, probe=None):
         lines = self.lines()
-        time_to_healthy = None
-        if verdict == 'healthy':
-            start_mono = (self.state.get('ExecMainStartTimestampMonotonic') or 0) / 1e6
-            time_to_healthy = round(time.monotonic() - (start_mono or self.started), 3)
+        self.sync_probe(probe)
         return dict(
             changed=False,
             healthy=verdict == 'healthy',
@@ -476,13 +594,45 @@ class HealthCheck:
             journal_tail=lines[-JOURNAL_TAIL:],
             unit_state=self.unit_state(),
             elapsed_s=round(time.monotonic() - self.started, 3),
-            time_to_healthy_s=time_to_healthy,
-            model_id=probe.model_id if probe else '',
-            generation_text=probe.generation_text if probe else '',
-            generation_latency_s=probe.generation_latency_s if probe else None,
+            time_to_healthy_s=self.time_to_healthy if verdict == 'healthy' else None,
+            settled_s=round(max(0.0, time.monotonic() - self.healthy_at), 3) if self.healthy_at is not None else 0.0,
+            model_id=self.api['model_id'],
+            generation_text=self.api['generation_text'],
+            generation_latency_s=self.api['generation_latency_s'],
             ignored_flag_warnings=signatures.warnings(lines),
             decided_at=round(time.time(), 3),
         )
+
+    def pending(self, probe):
+        """The result of a slice that ended without a verdict: progress, and the state the next slice needs."""
+        result = self.result('pending', probe=probe)
+        api = probe.snapshot() if probe is not None else dict(self.api_resume)
+        phase = result['phase']
+        pid = self.state.get('MainPID') or 0
+        if self.healthy_at is not None:
+            api_status = 'healthy (a generation answered after %.0f s), settling %.0f/%g s' % (
+                self.time_to_healthy or 0, time.monotonic() - self.healthy_at, self.settle_s)
+            phase = 'settling'
+        elif api.get('stage') == 'generate':
+            api_status = 'API up (model %s), waiting for a test generation' % (api.get('model_id') or '?')
+        else:
+            api_status = 'API not answering yet'
+        result['progress'] = '%s: %s, %.0f s since start%s, %s' % (
+            self.params['unit'], phase, self.since_start_s(), ' (pid %d)' % pid if pid else '', api_status)
+        healthy = {}
+        if self.healthy_at is not None:
+            healthy = dict(at=self.healthy_at, time_to_healthy_s=self.time_to_healthy, model_id=self.api['model_id'],
+                           generation_text=self.api['generation_text'], generation_latency_s=self.api['generation_latency_s'])
+        result['resume'] = dict(
+            started=self.started,
+            slices=self.slices,
+            invocation_id=self.invocation,
+            baseline_restarts=self.baseline_restarts,
+            first_pid=self.first_pid,
+            api=api,
+            healthy=healthy,
+        )
+        return result
 
     def failure_from_journal(self, fallback_cause, fallback_reason):
         """Failure verdict: a known signature beats the generic unit-state cause."""
@@ -495,30 +645,49 @@ class HealthCheck:
             fatal_lines = self.lines()[-10:]
         elif fallback_reason:
             diagnosis = '%s (%s)' % (diagnosis, fallback_reason)
+        if self.healthy_at is not None:
+            diagnosis += ('; it had answered a generation %.1f s earlier and failed inside the %g s settle window'
+                          % (time.monotonic() - self.healthy_at, self.settle_s))
         return self.result('failed', cause, diagnosis, advice, fatal_lines)
+
+    def unit_failure(self):
+        """(cause, reason) when the unit died or restarted since the check began, else None."""
+        dead = journal.unit_failure(self.state, self.baseline_restarts, self.first_pid)
+        if dead is None and self.invocation and self.state.get('InvocationID') and self.state['InvocationID'] != self.invocation:
+            # started again between two slices: the journal read stays on the invocation being judged
+            dead = ('restarted', 'the unit was started again (InvocationID changed from %s to %s)'
+                    % (self.invocation, self.state['InvocationID']))
+        return dead
 
     def check(self):
         unit = self.params['unit']
         self.state = self.show()
-        self.baseline_restarts = self.state['NRestarts']
-        invocation = self.state.get('InvocationID')
-        if invocation:
-            self.reader = journal.JournalReader(self.run_bytes, invocation)
+        if self.baseline_restarts is None:
+            self.baseline_restarts = self.state['NRestarts']
+        if not self.invocation:
+            self.invocation = self.state.get('InvocationID') or ''
+        if self.invocation:
+            # every slice reads the invocation from its start: diagnosis and phase need all its lines
+            self.reader = journal.JournalReader(self.run_bytes, self.invocation)
             self.read_journal()
 
         # a unit already dead (or not there) needs no waiting
-        dead = journal.unit_failure(self.state, self.baseline_restarts, self.first_pid)
+        dead = self.unit_failure()
         if dead:
             if dead[0] == 'unit_not_found':
                 return self.result('failed', dead[0], 'unit %s is not loaded: install its unit file and run daemon-reload' % unit, '', [])
             self.drain_journal()
             return self.failure_from_journal(dead[0], dead[1])
 
+        if self.healthy_at is not None:
+            # an earlier slice saw the healthy generation: only the settle window is left
+            return self.watch(None)
+
         headers = {'Accept': 'application/json'}
         if self.params['api_key_file']:
             headers['Authorization'] = 'Bearer %s' % self.read_api_key()
         probe = HttpProbe(self.params['base_url'], headers, self.params['generate_prompt'], self.params['generate_max_tokens'],
-                          self.params['generate_expect'], self.params['poll_interval'], self.deadline)
+                          self.params['generate_expect'], self.params['poll_interval'], self.deadline, self.api_resume)
         probe.start()
         try:
             return self.watch(probe)
@@ -538,52 +707,89 @@ class HealthCheck:
         self.module.no_log_values.add(key)
         return key
 
+    def mark_healthy(self, probe):
+        self.sync_probe(probe)
+        self.healthy_at = time.monotonic()
+        start_mono = (self.state.get('ExecMainStartTimestampMonotonic') or 0) / 1e6
+        self.time_to_healthy = round(self.healthy_at - (start_mono or self.started), 3)
+
+    def slice_over(self, probe):
+        """Whether this slice may hand over now: its time is up and the HTTP probe has stopped."""
+        if self.slice_end is None or time.monotonic() < self.slice_end:
+            return False
+        if probe is None:
+            return True
+        # the probe finishes the request it is in (a generation may take longer than a slice, and
+        # cutting it would restart it in every slice) and records its outcome; the loop keeps
+        # watching the unit and the journal meanwhile, and judges that outcome before handing over
+        probe.stop.set()
+        return not probe.is_alive()
+
     def watch(self, probe):
+        # the first look judges every line read so far (a slice may start after a fatal line)
+        judged = False
         while True:
             self.state = self.show()
             new_entries = self.read_journal()
 
-            dead = journal.unit_failure(self.state, self.baseline_restarts, self.first_pid)
+            dead = self.unit_failure()
             if dead:
                 self.drain_journal()
                 return self.failure_from_journal(dead[0], dead[1])
 
-            if new_entries:
+            if new_entries or not judged:
+                judged = True
                 cause = signatures.diagnose(self.lines())[0]
                 if cause is not None and cause != signatures.UNCLASSIFIED:
                     self.drain_journal()
                     self.state = self.show()
                     return self.failure_from_journal(cause, '')
 
-            with probe.lock:
-                outcome = probe.outcome
-                failure = probe.failure
-            if outcome == 'failed':
-                self.drain_journal()
-                cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines())
-                if cause is not None and cause != signatures.UNCLASSIFIED:
-                    return self.result('failed', cause, diagnosis, advice, fatal_lines, probe)
-                advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
-                          'generate often points at a broken kernel or a bad draft model.')
-                if failure[0] == 'http_unauthorized':
-                    advice = 'Point api_key_file at the key given to the server with --api-key.'
-                return self.result('failed', failure[0], failure[1], advice, fatal_lines, probe)
-            if outcome == 'healthy':
-                # the generation may have raced a crash: confirm the same process still runs
-                self.state = self.show()
-                dead = journal.unit_failure(self.state, self.baseline_restarts, self.first_pid)
-                if dead is None and self.state.get('ActiveState') == 'active':
-                    self.read_journal()
-                    impostor = self.foreign_listener(probe)
-                    if impostor:
-                        return impostor
-                    return self.result('healthy', probe=probe)
-                self.drain_journal()
-                return self.failure_from_journal(*(dead or ('process_exited', 'the unit is %s' % self.state.get('ActiveState'))))
-
-            if time.monotonic() >= self.deadline:
-                return self.timeout(probe)
+            if self.healthy_at is not None:
+                # settle window: the same unit state and journal checks, nothing else
+                if time.monotonic() - self.healthy_at >= self.settle_s:
+                    return self.result('healthy')
+            else:
+                verdict = self.judge_probe(probe)
+                if verdict is not None:
+                    return verdict
+                if self.healthy_at is None and time.monotonic() >= self.deadline:
+                    return self.timeout(probe)
+            if self.slice_over(probe):
+                return self.pending(probe if self.healthy_at is None else None)
             time.sleep(self.params['poll_interval'])
+
+    def judge_probe(self, probe):
+        """A verdict from the HTTP probe, None while it has none (or when healthy and a settle window follows)."""
+        with probe.lock:
+            outcome = probe.outcome
+            failure = probe.failure
+        if outcome == 'failed':
+            self.drain_journal()
+            cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines())
+            if cause is not None and cause != signatures.UNCLASSIFIED:
+                return self.result('failed', cause, diagnosis, advice, fatal_lines, probe)
+            advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
+                      'generate often points at a broken kernel or a bad draft model.')
+            if failure[0] == 'http_unauthorized':
+                advice = 'Point api_key_file at the key given to the server with --api-key.'
+            return self.result('failed', failure[0], failure[1], advice, fatal_lines, probe)
+        if outcome == 'healthy':
+            # the generation may have raced a crash: confirm the same process still runs
+            self.state = self.show()
+            dead = self.unit_failure()
+            if dead is None and self.state.get('ActiveState') == 'active':
+                self.read_journal()
+                impostor = self.foreign_listener(probe)
+                if impostor:
+                    return impostor
+                self.mark_healthy(probe)
+                if self.settle_s > 0:
+                    return None
+                return self.result('healthy', probe=probe)
+            self.drain_journal()
+            return self.failure_from_journal(*(dead or ('process_exited', 'the unit is %s' % self.state.get('ActiveState'))))
+        return None
 
     def foreign_listener(self, probe):
         """A failure verdict when the answers came from a process outside the unit, else None."""
@@ -635,6 +841,9 @@ def main():
             generate_expect=dict(type='str'),
             api_key_file=dict(type='path', no_log=True),
             fail_on_unhealthy=dict(type='bool', default=True),
+            settle_s=dict(type='float', default=0),
+            slice_s=dict(type='float', default=0),
+            _resume=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -642,9 +851,12 @@ def main():
         module.fail_json(msg='poll_interval must be above 0 (got %s)' % module.params['poll_interval'])
     if module.params['generate_max_tokens'] < 1:
         module.fail_json(msg='generate_max_tokens must be at least 1')
+    for name in ('settle_s', 'slice_s'):
+        if module.params[name] < 0:
+            module.fail_json(msg='%s must not be negative (got %s)' % (name, module.params[name]))
 
     result = HealthCheck(module).check()
-    if result['verdict'] != 'healthy' and module.params['fail_on_unhealthy']:
+    if result['verdict'] not in ('healthy', 'pending') and module.params['fail_on_unhealthy']:
         msg = '%s is not healthy [%s] in phase %s after %.1f s: %s' % (
             module.params['unit'], result['cause'], result['phase'], result['elapsed_s'], result['diagnosis'])
         if result['advice']:

@@ -294,3 +294,165 @@ def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
     assert result['cause'] == 'port_in_use' and result['healthy'] is False
     assert 'PID 999' in result['diagnosis'] and 'loading_weights' in result['diagnosis']
     assert 'ss -ltnp' in result['advice']
+
+
+# --- slices (slice_s + _resume, driven by the action plugin) and the settle window ----------
+
+def journal_calls(fake):
+    return [c for c in fake.commands if c[0] == 'journalctl']
+
+
+def test_slice_without_verdict_is_pending_with_progress_and_resume(host):
+    host([show(restarts=3)], [[PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', PREFIX + 'Capture cuda graph begin.']])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'sglang-qwen.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05,
+             'slice_s': 0.3})
+    result = e.value.args[0]
+    assert result['verdict'] == 'pending' and result['healthy'] is False and not result.get('failed')
+    assert 0.3 <= result['elapsed_s'] < 3
+    assert result['phase'] == 'capturing_cuda_graph'
+    assert result['progress'].startswith('sglang-qwen.service: capturing_cuda_graph, ')
+    assert '(pid 4242), API not answering yet' in result['progress']
+    resume = result['resume']
+    assert resume['baseline_restarts'] == 3 and resume['first_pid'] == 4242 and resume['invocation_id'] == INVOCATION
+    assert resume['api']['stage'] == 'models' and resume['slices'] == 1
+    json.dumps(resume)  # travels through the controller as JSON
+
+
+def test_resumed_slice_keeps_the_baseline_and_rereads_the_journal(host):
+    # slice 1 saw the unit with NRestarts=0; one automatic restart later, a fresh baseline
+    # would hide it, the resumed one does not
+    fake = host([show(restarts=1)], [[PREFIX + 'Load weight begin.']])
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
+              'api': {'stage': 'models'}, 'healthy': {}}
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5,
+             '_resume': resume})
+    assert e.value.args[0]['cause'] == 'restarted'
+    first = journal_calls(fake)[0]
+    assert not any(arg.startswith('--after-cursor') for arg in first)  # the invocation from its start
+
+
+def test_resumed_slice_sees_lines_of_earlier_slices(host):
+    # the traceback began in an earlier slice; the exception line arrives in this one
+    start = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
+             '  File "pool_configurator.py", line 211, in configure']
+    pool = ['RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
+    host([show()], [start + pool])
+    resume = {'started': 0.0, 'slices': 2, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
+              'api': {'stage': 'models'}, 'healthy': {}}
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5,
+             '_resume': resume})
+    result = e.value.args[0]
+    assert result['cause'] == 'mem_pool_too_small' and result['phase'] == 'sizing_pools'
+    assert result['fatal_lines'][0] == 'Traceback (most recent call last):'
+    assert result['elapsed_s'] >= 0  # counted from the first slice's start (monotonic 0.0 here)
+
+
+def test_new_invocation_between_slices_is_a_restart(host):
+    other = 'e' * 32
+    fake = host([show().replace(INVOCATION, other)], [[]])
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 0,
+              'api': {}, 'healthy': {}}
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'slice_s': 5, '_resume': resume})
+    result = e.value.args[0]
+    assert result['cause'] == 'restarted' and other in result['diagnosis']
+    # the journal read is the judged (old) invocation's
+    assert '_SYSTEMD_INVOCATION_ID=%s' % INVOCATION in journal_calls(fake)[0]
+
+
+def test_resumed_probe_goes_on_with_the_generation(host, api):
+    Api.models_status = 500  # would never get past /v1/models; an earlier slice already did
+    host([show()], [READY])
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
+              'api': {'stage': 'generate', 'model_id': '/root/models/Qwen3.6-27B', 'generate_failures': 0}, 'healthy': {}}
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
+    result = e.value.args[0]
+    assert result['verdict'] == 'healthy' and result['model_id'] == '/root/models/Qwen3.6-27B'
+    assert Api.seen_auth == []  # no GET /v1/models
+
+
+def test_generation_failures_count_across_slices(host, api):
+    Api.generate_statuses = [500]
+    host([show()], [READY])
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
+              'api': {'stage': 'generate', 'model_id': 'm', 'generate_failures': 1}, 'healthy': {}}
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
+    assert e.value.args[0]['cause'] == 'generation_failed' and 'after 2 attempts' in e.value.args[0]['diagnosis']
+
+
+def test_crash_inside_a_slice_is_decided_at_once(host):
+    pool = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
+            'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
+    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')],
+         [[], [], pool])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05, 'slice_s': 5})
+    result = e.value.args[0]
+    assert result['cause'] == 'mem_pool_too_small' and result['elapsed_s'] < 2
+
+
+def test_settle_window_passes(host, api):
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 0.5})
+    result = e.value.args[0]
+    assert result['verdict'] == 'healthy' and result['settled_s'] >= 0.5
+    assert result['time_to_healthy_s'] is not None and result['generation_text'] == ' Paris.'
+
+
+def test_no_settle_window_by_default(host, api):
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
+    assert e.value.args[0]['settled_s'] < 0.3
+
+
+def test_death_inside_the_settle_window_fails(host, api):
+    crash = [PREFIX + 'Scheduler hit an exception: Traceback (most recent call last):',
+             'RuntimeError: CUDA error: an illegal memory access was encountered',
+             '[2026-11-29 09:00:12] Received sigquit from a child process. It usually means the child failed.']
+    # ten quiet polls after READY (the generation answers meanwhile), then the crash
+    host([show()] * 14 + [show(active='activating', sub='auto-restart', pid=0, code=2, status=9, result='signal')],
+         [READY] + [[]] * 10 + [crash])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30})
+    result = e.value.args[0]
+    assert result['verdict'] == 'failed' and result['healthy'] is False
+    assert result['cause'] == 'child_process_died'
+    assert 'settle window' in result['diagnosis']
+    assert 0 < result['settled_s'] < 5
+    assert result['generation_text'] == ' Paris.'  # what it had answered before it died
+    assert result['fatal_lines'][-1].endswith('It usually means the child failed.')
+
+
+def test_settle_window_goes_on_in_the_next_slice(host, api):
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30, 'slice_s': 0.3})
+    first = e.value.args[0]
+    assert first['verdict'] == 'pending' and 'settling' in first['progress']
+    assert first['resume']['healthy']['model_id'] == '/root/models/Qwen3.6-27B'
+    resume = dict(first['resume'])
+    resume['healthy'] = dict(resume['healthy'], at=resume['healthy']['at'] - 30)  # the window has passed
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        # no HTTP in a settle slice: the closed port does not matter
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30,
+             'slice_s': 0.3, '_resume': resume})
+    result = e.value.args[0]
+    assert result['verdict'] == 'healthy' and result['settled_s'] >= 30
+    assert result['model_id'] == '/root/models/Qwen3.6-27B' and result['generation_text'] == ' Paris.'
+    assert result['time_to_healthy_s'] == first['resume']['healthy']['time_to_healthy_s']
+
+
+@pytest.mark.parametrize('name', ['slice_s', 'settle_s'])
+def test_negative_seconds_are_refused(host, name):
+    host([show()], [[]])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', name: -1})
+    assert name in e.value.args[0]['msg']
