@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Crash-to-verdict latency of sglang_health against a uri+until wait loop, on lab host ct129.
-# Starts the lab if needed; prints the median over 5 runs and the ratio.
+# Verdict-latency benchmark on lab host ct129 (not a test; CI never runs it): for every fault
+# the SGLang simulator can inject, fault-to-verdict of sglang_health, a uri + until loop
+# (delay 5 s, 600 s deadline) and wait_for on the port. About 11 minutes. Prints the table
+# and writes it to bench/results/verdict_latency.md (the playbook's log: bench/results/verdict_latency.log).
+# Extra arguments go to ansible-playbook, e.g. -e bench_runs=3 -e bench_deadline=60 for a quick try.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null
@@ -10,4 +13,12 @@ lab/up.sh ct129
 . .venv/bin/activate
 ansible-playbook lab/prepare.yml -l ct129 >/dev/null
 ansible-playbook deploy.yml -l ct129 >/dev/null
-ansible-playbook bench/verdict_latency.yml "$@" | sed -n '/TASK \[Report\]/,/^$/p'
+mkdir -p bench/results
+started=$(date +%s)
+# one fork per worker: the module's cases, its hang cases and each baseline run side by side
+ansible-playbook bench/verdict_latency.yml --forks 40 "$@" >bench/results/verdict_latency.log 2>&1 || {
+  tail -n 40 bench/results/verdict_latency.log >&2
+  exit 1
+}
+cat bench/results/verdict_latency.md
+echo "bench run: $(($(date +%s) - started)) s (log: bench/results/verdict_latency.log)"

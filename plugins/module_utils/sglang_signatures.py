@@ -134,9 +134,9 @@ SIGNATURES = (
     },
     {
         'id': 'mem_pool_too_small',
+        # newer builds append "Current value: ..." (pool_configurator.py MemoryPoolConfig), older ones stop at the period
         'patterns': (
             r'Not enough memory\. Please try to increase --mem-fraction-static\.(?: Current value: mem_fraction_static=(?P<mem_fraction_static>[0-9.]+))?',
-            r'Not enough memory; increase --mem-fraction-static',
         ),
         'phase': 'sizing_pools',
         'fatal': True,
@@ -193,7 +193,8 @@ SIGNATURES = (
     },
     {
         'id': 'triton_error',
-        'patterns': (r'triton\.runtime\.errors\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
+        # older Triton raised OutOfResources as triton.runtime.autotuner.OutOfResources (InternLM/lmdeploy#2451)
+        'patterns': (r'triton\.runtime\.(?:errors|autotuner)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
         'priority': 70,
@@ -220,6 +221,8 @@ SIGNATURES = (
             r'NCCL error',
             r'nccl(?:InternalError|UnhandledCudaError|SystemError|InvalidUsage|RemoteError)',
             r'ProcessGroupNCCL.*(?:[Tt]imeout|timed out|Watchdog caught)',
+            # torch's what() line of the same timeout names no file
+            r'Watchdog caught collective operation timeout',
             r'torch\.distributed\.(?:DistStoreError|DistNetworkError|DistBackendError)',
             r'init_process_group.*(?:timed out|[Tt]imeout)',
             r'Timed out .*(?:rendezvous|TCPStore|store)',

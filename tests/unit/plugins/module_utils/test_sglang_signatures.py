@@ -9,48 +9,74 @@ import pytest
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as sig
 
+# Every excerpt below names where its wording comes from: the source file and function that
+# emits it ("owner/repo path::function") or a public issue where the line appears
+# ("owner/repo#number"). Timestamps, sizes and paths are ours; the wording is theirs.
+# Excerpts with no public source say so.
+
+# SGLang's log prefix: sgl-project/sglang python/sglang/srt/utils/common.py::configure_logger
 PREFIX = '[2026-11-29 09:00:00 TP0] '
 
 START = [
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py::ModelRunner.load_model (as in sgl-project/sglang#3784)
     PREFIX + 'Load weight begin. avail mem=46.91 GB',
+    # sgl-project/sglang python/sglang/srt/model_loader/weight_utils.py::safetensors_weights_iterator (tqdm; sgl-project/sglang#8336)
     'Loading safetensors checkpoint shards: 100% Completed | 12/12 [00:21<00:00,  1.80s/it]',
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py::ModelRunner.load_model (sgl-project/sglang#8336)
     PREFIX + 'Load weight end. type=Qwen3_5ForCausalLM, dtype=torch.bfloat16, avail mem=20.12 GB, mem usage=26.79 GB.',
 ]
 
 POOL_FAILURE = START + [
+    # sgl-project/sglang python/sglang/srt/managers/scheduler.py::run_scheduler_process (logger.error of the traceback)
     PREFIX + 'Scheduler hit an exception: Traceback (most recent call last):',
     'Traceback (most recent call last):',
     '  File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 2871, in run_scheduler_process',
     '    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)',
-    '  File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/model_executor/pool_configurator.py", line 211, in configure',
-    '    raise RuntimeError(',
+    '  File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/model_executor/pool_configurator.py", line 74, in __post_init__',
+    '    raise RuntimeError(msg)',
+    # sgl-project/sglang python/sglang/srt/model_executor/pool_configurator.py::MemoryPoolConfig.__post_init__
     'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88',
+    # sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (sigquit_handler)
     '[2026-11-29 09:00:33] Received sigquit from a child process. It usually means the child failed.',
 ]
 
 GRAPH_OOM = START + [
+    # sgl-project/sglang python/sglang/srt/mem_cache/memory_pool.py::MHATokenToKVPool.__init__ (sgl-project/sglang#8336)
     PREFIX + 'KV Cache is allocated. #tokens: 120000, K size: 3.66 GB, V size: 3.66 GB',
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py::ModelRunner.init_memory_pool (sgl-project/sglang#1751)
     PREFIX + 'Memory pool end. avail mem=4.10 GB',
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py::ModelRunner.init_device_graphs
+    # (init_cuda_graphs in older builds; sgl-project/sglang#1751)
     PREFIX + 'Capture cuda graph begin. This can take up to several minutes. avail mem=4.02 GB',
     'Traceback (most recent call last):',
     '  File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", line 412, in capture',
+    # pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::malloc (pytorch/pytorch#103715)
     'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU 0 has a total capacity of 47.41 GiB',
     '',
     'During handling of the above exception, another exception occurred:',
     'Traceback (most recent call last):',
+    # sgl-project/sglang python/sglang/srt/model_executor/cuda_graph_runner.py::CudaGraphRunner.__init__ (sgl-project/sglang#5285)
     'Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.02 GiB.',
+    # sgl-project/sglang python/sglang/srt/model_executor/cuda_graph_runner.py::CUDA_GRAPH_CAPTURE_FAILED_MSG
     'Possible solutions:',
     '1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)',
 ]
 
+# No public source: the DDTree-patched build's warning as the field notes quote it; SGLang's
+# own source and issues were searched for it without a match.
+IGNORED_FLAG = 'disable_cuda_graph is ignored for piecewise cuda graph'
+
 TRITON = START + [
     PREFIX + 'Memory pool end. avail mem=6.10 GB',
-    PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph',
+    PREFIX + IGNORED_FLAG,
     PREFIX + 'Capture cuda graph begin. This can take up to several minutes. avail mem=6.02 GB',
     'Traceback (most recent call last):',
     '  File "/root/ml-env/lib/python3.11/site-packages/triton/runtime/jit.py", line 591, in run',
+    # triton-lang/triton python/triton/runtime/errors.py::OutOfResources.__init__, raised by
+    # python/triton/compiler/compiler.py::CompiledKernel._init_handles (triton-lang/triton#8182)
     'triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 167936, Hardware limit: 101376. '
     'Reducing block sizes or `num_stages` may help.',
+    # sgl-project/sglang python/sglang/srt/model_executor/cuda_graph_runner.py::CudaGraphRunner.__init__ (str(e) of the above)
     'Exception: Capture cuda graph failed: out of resource: shared memory, Required: 167936, Hardware limit: 101376.',
 ]
 
@@ -68,8 +94,10 @@ def test_mem_pool_signature_extracts_value_and_names_the_knobs():
     assert POOL_FAILURE[-1] in fatal_lines
 
 
-def test_mem_pool_paraphrase_without_value():
-    cause, diagnosis, advice, _lines = sig.diagnose(['RuntimeError: Not enough memory; increase --mem-fraction-static'])
+def test_mem_pool_older_wording_without_value():
+    # sgl-project/sglang python/sglang/srt/model_executor/model_runner.py::ModelRunner.init_memory_pool (0.4.x builds,
+    # before pool_configurator.py added the current value)
+    cause, diagnosis, advice, _lines = sig.diagnose(['RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.'])
     assert cause == 'mem_pool_too_small'
     assert 'its current value' in advice
 
@@ -88,10 +116,14 @@ def test_oom_during_graph_capture_beats_generic_capture_failure():
     ([], 'cuda_oom_loading_weights'),
     (START, 'cuda_oom_sizing_pools'),
     (START + [PREFIX + 'Capture cuda graph begin.'], 'cuda_oom_graph_capture'),
+    # Capture cuda graph end: model_runner.py::ModelRunner.init_device_graphs; Uvicorn running on: encode/uvicorn
+    # uvicorn/server.py::Server._log_started_message; fired up: sgl-project/sglang
+    # python/sglang/srt/entrypoints/http_server.py::_wait_and_warmup
     (START + [PREFIX + 'Capture cuda graph end. Time elapsed: 12.1 s.', 'INFO:     Uvicorn running on http://127.0.0.1:30000',
               PREFIX + 'The server is fired up and ready to roll!'], 'cuda_oom_serving'),
 ])
 def test_cuda_oom_is_told_apart_by_phase(context, expected):
+    # pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::malloc (pytorch/pytorch#103715)
     line = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.'
     assert sig.diagnose(context + [line])[0] == expected
 
@@ -100,11 +132,11 @@ def test_triton_error_and_ignored_flag_warning():
     cause, diagnosis, _advice, _lines = sig.diagnose(TRITON)
     assert cause == 'triton_error'
     assert 'OutOfResources' in diagnosis
-    assert sig.warnings(TRITON) == [PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph']
+    assert sig.warnings(TRITON) == [PREFIX + IGNORED_FLAG]
 
 
 def test_ignored_flag_alone_is_not_fatal():
-    lines = START + [PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph']
+    lines = START + [PREFIX + IGNORED_FLAG]
     assert sig.diagnose(lines) == (None, None, None, [])
     matches = sig.classify(lines)
     assert [m['fatal'] for m in matches] == [False]
@@ -112,34 +144,58 @@ def test_ignored_flag_alone_is_not_fatal():
 
 
 def test_warnings_drop_copies_from_other_ranks():
-    line = 'disable_cuda_graph is ignored for piecewise cuda graph'
+    line = IGNORED_FLAG
     assert sig.warnings([line, line]) == [line]
 
 
-@pytest.mark.parametrize('lines, expected, needle', [
+@pytest.mark.parametrize('lines, expected, needle, source', [
     (['usage: launch_server.py [-h] --model-path MODEL_PATH',
       'launch_server.py: error: unrecognized arguments: --mamba-scheduler-strategy extra_buffer'],
-     'unrecognized_arguments', '--mamba-scheduler-strategy extra_buffer'),
+     'unrecognized_arguments', '--mamba-scheduler-strategy extra_buffer',
+     'python/cpython Lib/argparse.py::ArgumentParser.parse_args; the line in sgl-project/sglang#555'),
     (['usage: launch_server.py [-h]',
-      "launch_server.py: error: argument --speculative-algorithm: invalid choice: 'DDTREE' (choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'DFLASH')"],
-     'invalid_argument', '--speculative-algorithm'),
-    (["ImportError: /root/ml-env/lib/python3.11/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"],
-     'cuda_abi_mismatch', '_ZN3c104cuda9SetDeviceEi'),
-    (['RuntimeError: CUDA error: no kernel image is available for execution on the device'], 'cuda_abi_mismatch', 'compute capability'),
+      "launch_server.py: error: argument --speculative-algorithm: invalid choice: 'DDTREE' "
+      "(choose from 'EAGLE', 'EAGLE3', 'NEXTN', 'STANDALONE', 'NGRAM')"],
+     'invalid_argument', '--speculative-algorithm',
+     'python/cpython Lib/argparse.py::ArgumentParser._check_value (3.11 wording); the choices from sgl-project/sglang '
+     'python/sglang/srt/server_args.py::ServerArgs.add_cli_args'),
+    (["ImportError: /usr/local/lib/python3.11/dist-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: "
+      "_ZN5torch3jit17parseSchemaOrNameERKSsb"],
+     'cuda_abi_mismatch', '_ZN5torch3jit17parseSchemaOrNameERKSsb', 'sgl-project/sglang#5100'),
+    (['RuntimeError: CUDA error: no kernel image is available for execution on the device'], 'cuda_abi_mismatch', 'compute capability',
+     'sgl-project/sglang#17911'),
     (["OSError: Can't load the configuration of '/root/models/Qwen3.6-27B'. If you were trying to load it from the model hub"],
-     'model_config_error', '/root/models/Qwen3.6-27B'),
+     'model_config_error', '/root/models/Qwen3.6-27B',
+     'huggingface/transformers src/transformers/configuration_utils.py::PretrainedConfig._get_config_dict'),
     (["ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"],
-     'port_in_use', "('127.0.0.1', 30000)"),
-    (['[2026-11-29 09:10:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)'], 'scheduler_watchdog', 'watchdog'),
-    (['torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled cuda error'],
-     'nccl_distributed_init', 'NCCL_P2P_DISABLE'),
-    (['[rank1]:[E1129 09:00:00] [PG 0 Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ProcessGroupNCCL timed out'],
-     'nccl_distributed_init', 'tensor-parallel'),
-    (['[2026-11-29 09:00:10] Received sigquit from a child process. It usually means the child failed.'], 'child_process_died', 'traceback'),
-    (['Exception: Capture cuda graph failed: an illegal memory access was encountered'], 'cuda_graph_capture_failed', 'cuda-graph-max-bs'),
-    (['sglang-qwen.service: A process of this unit has been killed by the OOM killer.'], 'host_oom_killed', 'RAM'),
+     'port_in_use', "('127.0.0.1', 30000)", 'encode/uvicorn uvicorn/server.py::Server.startup'),
+    (['[2026-11-29 09:10:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)'], 'scheduler_watchdog', 'watchdog',
+     'sgl-project/sglang python/sglang/srt/utils/watchdog.py::ProcessWatchdog._watchdog_once'),
+    (['torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:76, unhandled cuda error '
+      '(run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5'],
+     'nccl_distributed_init', 'NCCL_P2P_DISABLE', 'sgl-project/sglang#1116'),
+    (['[rank1]:[E1129 09:00:00.715298746 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: '
+      'WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600020 '
+      'milliseconds before timing out.'],
+     'nccl_distributed_init', 'tensor-parallel',
+     'pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp::WorkNCCL::checkTimeout; sgl-project/sglang#1693, '
+     'sgl-project/sglang#3784'),
+    (["  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective "
+      "operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) "
+      "ran for 600020 milliseconds before timing out."],
+     'nccl_distributed_init', 'tensor-parallel', 'sgl-project/sglang#1693'),
+    (['[2026-11-29 09:00:10] Received sigquit from a child process. It usually means the child failed.'], 'child_process_died', 'traceback',
+     'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (sigquit_handler)'),
+    (['Exception: Capture cuda graph failed: RuntimeError: CUDA error: an illegal memory access was encountered'],
+     'cuda_graph_capture_failed', 'cuda-graph-max-bs', 'sgl-project/sglang#5029'),
+    (['sglang-qwen.service: A process of this unit has been killed by the OOM killer.'], 'host_oom_killed', 'RAM',
+     'systemd/systemd src/core/unit.c::unit_check_oom (PID 1 about a unit whose process the kernel OOM-killed)'),
+    (['triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 108672, Hardware limit: 101376. '
+      'Reducing block sizes or `num_stages` may help.'],
+     'triton_error', 'OutOfResources', 'InternLM/lmdeploy#2451 (older Triton: the class under triton.runtime.autotuner)'),
 ])
-def test_each_signature(lines, expected, needle):
+def test_each_signature(lines, expected, needle, source):
+    assert source, 'every excerpt names where its wording comes from'
     cause, diagnosis, advice, fatal_lines = sig.diagnose(lines)
     assert cause == expected
     assert needle in diagnosis + ' ' + advice
@@ -154,12 +210,14 @@ def test_argparse_usage_is_part_of_the_fatal_lines():
 
 
 def test_child_death_ranks_below_its_cause():
+    # triton-lang/triton#8182 and sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config
     lines = ['Traceback (most recent call last):', 'triton.runtime.errors.OutOfResources: out of resource: shared memory',
              'Received sigquit from a child process. It usually means the child failed.']
     assert sig.diagnose(lines)[0] == 'triton_error'
 
 
 def test_unknown_traceback_is_unclassified_and_kept():
+    # No public source on purpose: an invented DDTree assertion, to test what no signature knows
     lines = START + [
         'Traceback (most recent call last):',
         '  File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/speculative/ddtree_worker.py", line 88, in build_tree',
@@ -200,6 +258,7 @@ def test_nothing_fatal():
     ([PREFIX + 'Capture cuda graph begin.', '[2026-11-29 09:00:00 TP1] Load weight begin.'], 'capturing_cuda_graph'),
 ])
 def test_phase_of(lines, expected):
+    # the phase lines' sources are cited with START, GRAPH_OOM and test_cuda_oom_is_told_apart_by_phase
     assert sig.phase_of(lines) == expected
 
 
