@@ -41,8 +41,9 @@ stage_build_doc() {
 stage_molecule_default() { molecule test -s default ; }
 stage_molecule_rollback() { molecule test -s rollback ; }
 stage_molecule_safety_timer() { molecule test -s safety_timer ; }
+stage_molecule_faults() { molecule test -s faults ; }
 
-STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_safety_timer)
+STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 for stage in "${STAGES[@]}"; do

@@ -38,6 +38,7 @@ UNIT_PROPERTIES = (
     'InvocationID',
     'ExecMainStartTimestampMonotonic',
     'ControlGroup',
+    'FragmentPath',
 )
 
 _INT_PROPERTIES = ('NRestarts', 'ExecMainStatus', 'ExecMainCode', 'MainPID', 'ExecMainStartTimestampMonotonic')
@@ -51,6 +52,28 @@ _ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
 
 # siginfo codes systemd reports in ExecMainCode
 _CLD_EXITED, _CLD_KILLED, _CLD_DUMPED = 1, 2, 3
+
+
+def exec_start_argv(unit_text):
+    """The words of a unit file's (last non-empty) ExecStart=, as systemd splits them; [] if none.
+
+    Only the quoting ddtree.sglang.systemd_quote writes needs to round-trip: double quotes,
+    backslash escapes, and doubled '%' / '$'.
+    """
+    import shlex  # only this helper needs it
+
+    command = ''
+    for line in unit_text.splitlines():
+        line = line.strip()
+        if line.startswith('ExecStart='):
+            command = line[len('ExecStart='):].strip() or command
+    # systemd prefixes ("-", "@", "+", "!") change how it runs the command, not the words
+    command = command.lstrip('-@+!:')
+    try:
+        words = shlex.split(command.replace('$$', '$').replace('%%', '%'))
+    except ValueError:
+        return []
+    return words
 
 
 def systemctl_show_argv(unit):

@@ -143,9 +143,10 @@ SIGNATURES = (
         'priority': 80,
         'diagnosis': 'memory-pool sizing failed: after weights, mem_fraction_static={mem_fraction_static} leaves no room '
                      'for the KV cache and recurrent-state pools',
-        'advice': 'Raise --mem-fraction-static above {mem_fraction_static} (leaves less headroom for CUDA graphs), or make the '
-                  'pools smaller: lower --context-length, --max-running-requests or --mamba-full-memory-ratio; '
-                  'a draft model (DFlash/DDTree) needs room of its own.',
+        'advice': 'Raise --mem-fraction-static above {mem_fraction_static} (try {mem_fraction_static_up}; leaves less headroom '
+                  'for CUDA graphs), or make the pools smaller: --context-length {context_length} (try {context_length_down}), '
+                  '--max-running-requests {max_running_requests} (try {max_running_requests_down}), '
+                  '--mamba-full-memory-ratio {mamba_full_memory_ratio} (try 0.5); a draft model (DFlash/DDTree) needs room of its own.',
         'defaults': {'mem_fraction_static': 'its current value'},
     },
     {
@@ -156,8 +157,9 @@ SIGNATURES = (
         'fatal': True,
         'priority': 78,
         'diagnosis': 'CUDA out of memory while capturing CUDA graphs',
-        'advice': 'Lower --mem-fraction-static to leave more memory outside the static pools, or lower --cuda-graph-max-bs; '
-                  '--disable-cuda-graph also works if the build does not report it ignored.',
+        'advice': 'Lower --mem-fraction-static from {mem_fraction_static} (try {mem_fraction_static_down}) to leave more memory '
+                  'outside the static pools, or lower --cuda-graph-max-bs ({cuda_graph_max_bs}); --disable-cuda-graph also '
+                  'works if the build does not report it ignored.',
     },
     {
         'id': 'cuda_oom_loading_weights',
@@ -256,8 +258,22 @@ SIGNATURES = (
                   'Raise --watchdog-timeout only if the model is legitimately that slow.',
     },
     {
+        'id': 'cuda_illegal_memory_access',
+        # torch's wording for cudaErrorIllegalAddress; in SGLang usually a kernel bug of one attention or
+        # speculative-decoding path (sgl-project/sglang#5029 shows it during graph capture)
+        'patterns': (r'CUDA error: an illegal memory access was encountered',),
+        'phase': 'ready',
+        'fatal': True,
+        'priority': 45,  # below cuda_graph_capture_failed: inside a capture, the capture is the context
+        'diagnosis': 'a CUDA kernel made an illegal memory access (the GPU context is lost; the server cannot continue)',
+        'advice': 'A kernel bug, not a sizing problem: rerun with CUDA_LAUNCH_BLOCKING=1 in the unit environment to find the '
+                  'kernel, then try another --attention-backend, --disable-cuda-graph, or a build with the fix; if it started '
+                  'with the speculative algorithm ({speculative_algorithm}), try without it.',
+    },
+    {
         'id': 'child_process_died',
-        'patterns': (r'Received sigquit from a child process',),
+        # start-up wording (launch_server), then the running server's handler (http_server.py)
+        'patterns': (r'Received sigquit from a child process', r'SIGQUIT received\. .*It usually means one child failed'),
         'phase': 'starting',
         'fatal': True,
         'priority': 10,
@@ -315,6 +331,52 @@ class _Defaulting(string.Formatter):
         return value
 
 
+def server_args_from_argv(argv):
+    """``--flag value`` / bare ``--flag`` words of a launch_server command line -> {flag_name: value}.
+
+    Names use underscores like the envelope (``--mem-fraction-static`` -> ``mem_fraction_static``);
+    a bare flag maps to ``True``. Words before the first flag (python, -m, module) are skipped.
+    """
+    args = {}
+    name = None
+    for word in argv:
+        if word.startswith('--'):
+            flag, eq, value = word[2:].partition('=')
+            name = flag.replace('-', '_')
+            args[name] = value if eq else True
+            if eq:
+                name = None
+        elif name is not None:
+            args[name] = word
+            name = None
+    return args
+
+
+def _number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def sizing_values(server_args):
+    """Values advice templates may name: the unit's own flags, and nudges from them in the right direction."""
+    args = dict((k, v) for k, v in (server_args or {}).items() if v is not True)
+    values = dict((k, str(v)) for k, v in args.items())
+    unset = 'unset (SGLang picks it)'
+    mfs = _number(args.get('mem_fraction_static'))
+    if mfs is not None:
+        values['mem_fraction_static_up'] = '%.2f' % min(0.95, mfs + 0.03)
+        values['mem_fraction_static_down'] = '%.2f' % max(0.5, mfs - 0.05)
+    context = _number(args.get('context_length'))
+    values['context_length_down'] = str(max(4096, int(context) // 4)) if context else 'a smaller value'
+    running = _number(args.get('max_running_requests'))
+    values['max_running_requests_down'] = str(max(1, int(running) // 2)) if running else '4'
+    for name in ('context_length', 'max_running_requests', 'mamba_full_memory_ratio', 'cuda_graph_max_bs', 'speculative_algorithm'):
+        values.setdefault(name, unset)
+    return values
+
+
 def render(template, groups, defaults=None):
     """Fill an advice or diagnosis template; never raises on a missing name."""
     try:
@@ -347,7 +409,7 @@ def phase_of(lines):
     return phase
 
 
-def classify(lines):
+def classify(lines, server_args=None):
     """Every signature match in ``lines``, in line order.
 
     Returns a list of dicts: id, fatal, priority, index (line number in ``lines``), line,
@@ -367,7 +429,9 @@ def classify(lines):
                 if not found:
                     continue
                 groups = dict((k, v.strip()) for k, v in found.groupdict().items() if v)
-                defaults = entry.get('defaults', {})
+                # the journal's own numbers first, then the unit's flags, then the entry's fallbacks
+                defaults = dict(entry.get('defaults', {}))
+                defaults.update(sizing_values(server_args))
                 matches.append({
                     'id': entry['id'],
                     'fatal': entry['fatal'],
@@ -431,7 +495,7 @@ def last_traceback(lines):
     return block
 
 
-def diagnose(lines):
+def diagnose(lines, server_args=None):
     """Pick the cause of a failure from journal lines.
 
     Returns (cause, diagnosis, advice, fatal_lines). cause is a signature id, ``unclassified``
@@ -440,7 +504,7 @@ def diagnose(lines):
     first error usually causes the later ones).
     """
     lines = list(lines)
-    fatal = [m for m in classify(lines) if m['fatal']]
+    fatal = [m for m in classify(lines, server_args) if m['fatal']]
     if not fatal:
         block = last_traceback(lines)
         if not block:

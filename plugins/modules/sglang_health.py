@@ -484,6 +484,7 @@ class HealthCheck:
     def __init__(self, module):
         self.module = module
         self.params = module.params
+        self.server_args = {}
         now = time.monotonic()
         # the state an earlier slice handed on (see the _resume option); empty on a first call
         resume = self.params.get('_resume') or {}
@@ -636,7 +637,7 @@ class HealthCheck:
 
     def failure_from_journal(self, fallback_cause, fallback_reason):
         """Failure verdict: a known signature beats the generic unit-state cause."""
-        cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines())
+        cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines(), self.server_args)
         phase = signatures.phase_of(self.lines())
         if cause is None:
             cause = fallback_cause
@@ -659,9 +660,19 @@ class HealthCheck:
                     % (self.invocation, self.state['InvocationID']))
         return dead
 
+    def read_server_args(self):
+        """The judged unit's SGLang flags, so advice can name their values; {} when unreadable."""
+        path = self.state.get('FragmentPath') or ''
+        try:
+            with open(path) as unit_file:
+                return signatures.server_args_from_argv(journal.exec_start_argv(unit_file.read()))
+        except (IOError, OSError, UnicodeDecodeError):
+            return {}
+
     def check(self):
         unit = self.params['unit']
         self.state = self.show()
+        self.server_args = self.read_server_args()
         if self.baseline_restarts is None:
             self.baseline_restarts = self.state['NRestarts']
         if not self.invocation:
@@ -739,7 +750,7 @@ class HealthCheck:
 
             if new_entries or not judged:
                 judged = True
-                cause = signatures.diagnose(self.lines())[0]
+                cause = signatures.diagnose(self.lines(), self.server_args)[0]
                 if cause is not None and cause != signatures.UNCLASSIFIED:
                     self.drain_journal()
                     self.state = self.show()
@@ -766,7 +777,7 @@ class HealthCheck:
             failure = probe.failure
         if outcome == 'failed':
             self.drain_journal()
-            cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines())
+            cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines(), self.server_args)
             if cause is not None and cause != signatures.UNCLASSIFIED:
                 return self.result('failed', cause, diagnosis, advice, fatal_lines, probe)
             advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
@@ -823,7 +834,7 @@ class HealthCheck:
             self.params['timeout'], phase, self.phase_age_s(phase), where, last_error or 'none')
         if self.journal_error:
             diagnosis += '; journal unreadable: %s' % self.journal_error
-        _cause, _diag, _advice, fatal_lines = signatures.diagnose(lines)
+        _cause, _diag, _advice, fatal_lines = signatures.diagnose(lines, self.server_args)
         advice = ('If start-up is just slow (large weights, long CUDA graph capture), raise timeout; if the journal has stopped '
                   'moving, the server hangs in %s: see journal_tail.' % phase)
         return self.result('timeout', 'timeout', diagnosis, advice, fatal_lines or lines[-10:], probe)

@@ -278,3 +278,66 @@ def test_table_is_well_formed():
 def test_render_survives_missing_and_bad_templates():
     assert sig.render('raise {x} above {y}', {'x': 'a'}, {'y': 'b'}) == 'raise a above b'
     assert sig.render('unbalanced {', {}) == 'unbalanced {'
+
+
+# --- advice names the unit's own numbers -------------------------------------------------
+
+FIELD_NOTES_UNIT = '''[Service]
+Environment=PYTHONUNBUFFERED=1
+ExecStart=/root/ml-env/bin/python -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2 \
+--mem-fraction-static 0.88 --context-length 131072 --speculative-algorithm DDTREE --speculative-ddtree-shadow-linear \
+--served-model-name "Qwen 3.6 (27B)" --host 127.0.0.1 --port 30000
+'''.replace('\\\n', '')
+
+
+def test_exec_start_round_trips_systemd_quote():
+    from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import systemd_quote
+    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+
+    argv = ['/venv/bin/python', '-m', 'sglang.launch_server', '--served-model-name', 'a "b" $HOME 100%', '--port', '1']
+    assert exec_start_argv('[Service]\nExecStart=\nExecStart=%s\n' % systemd_quote(argv)) == argv
+
+
+def test_server_args_from_the_unit():
+    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+
+    args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
+    assert args['mem_fraction_static'] == '0.88'
+    assert args['context_length'] == '131072'
+    assert args['speculative_ddtree_shadow_linear'] is True
+    assert args['served_model_name'] == 'Qwen 3.6 (27B)'
+    assert sig.server_args_from_argv(['python', '-m', 'x', '--port=3']) == {'port': '3'}
+
+
+def test_pool_advice_names_the_unit_values_and_the_direction():
+    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+
+    args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
+    line = 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88'
+    cause, _diagnosis, advice, _lines = sig.diagnose([line], args)
+    assert cause == 'mem_pool_too_small'
+    assert 'above 0.88 (try 0.91' in advice
+    assert '--context-length 131072 (try 32768)' in advice
+    assert '--max-running-requests unset (SGLang picks it) (try 4)' in advice
+
+
+def test_graph_oom_advice_lowers_the_fraction_it_ran_with():
+    lines = ['Capture cuda graph begin. This can take up to several minutes. avail mem=2.40 GB',
+             'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.']
+    cause, _diagnosis, advice, _lines = sig.diagnose(lines, {'mem_fraction_static': '0.95', 'cuda_graph_max_bs': '32'})
+    assert cause == 'cuda_oom_graph_capture'
+    assert 'from 0.95 (try 0.90)' in advice
+    assert '--cuda-graph-max-bs (32)' in advice
+
+
+def test_illegal_memory_access_while_serving_is_its_own_cause():
+    # torch's cudaErrorIllegalAddress text, as in sgl-project/sglang#5029; the SIGQUIT line is
+    # python/sglang/srt/entrypoints/http_server.py's handler once the server runs
+    lines = ['[2026-11-29 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):',
+             '  File "/x/scheduler.py", line 1, in event_loop_overlap',
+             'RuntimeError: CUDA error: an illegal memory access was encountered',
+             '[2026-11-29 10:00:00] SIGQUIT received. signum=3, frame=None. It usually means one child failed.']
+    cause, _diagnosis, advice, fatal_lines = sig.diagnose(lines, {'speculative_algorithm': 'DDTREE'})
+    assert cause == 'cuda_illegal_memory_access'
+    assert 'CUDA_LAUNCH_BLOCKING=1' in advice and '(DDTREE)' in advice
+    assert fatal_lines[-1].endswith('It usually means one child failed.')

@@ -423,7 +423,7 @@ def test_death_inside_the_settle_window_fails(host, api):
         run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30})
     result = e.value.args[0]
     assert result['verdict'] == 'failed' and result['healthy'] is False
-    assert result['cause'] == 'child_process_died'
+    assert result['cause'] == 'cuda_illegal_memory_access'
     assert 'settle window' in result['diagnosis']
     assert 0 < result['settled_s'] < 5
     assert result['generation_text'] == ' Paris.'  # what it had answered before it died
