@@ -10,6 +10,8 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
+
 from ansible_collections.ddtree.sglang.plugins.modules import gpu_facts
 
 CSV = """0, NVIDIA RTX A6000, GPU-bd272f1a-08c5-5163-af85-026ab8815bae, 49140, 580.95.05, 8.6
@@ -31,27 +33,6 @@ CUDA Version                              : 13.0
 
 Attached GPUs                             : 8
 """
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, msg, **kwargs):
-        kwargs['msg'] = msg
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
 
 
 def test_parse_query_csv():

@@ -14,31 +14,12 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
+
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_health
 
 INVOCATION = 'd702c87bd75b4c0d814920a15dab0820'
 PREFIX = '[2026-11-29 09:00:00 TP0] '
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def fail_json(self, msg, **kwargs):
-        kwargs['msg'] = msg
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
 
 
 def show(active='active', sub='running', pid=4242, restarts=0, code=0, status=0, result='success'):
