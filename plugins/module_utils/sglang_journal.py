@@ -53,6 +53,9 @@ _ANSI = re.compile(r'\x1b\[[0-9;?]*[ -/]*[@-~]')
 # siginfo codes systemd reports in ExecMainCode
 _CLD_EXITED, _CLD_KILLED, _CLD_DUMPED = 1, 2, 3
 
+# what systemd and shlex count as blanks between words (systemd's WHITESPACE)
+_BLANKS = ' \t\n\r'
+
 
 def exec_start_argv(unit_text):
     """The words of a unit file's (last non-empty) ExecStart=, as systemd splits them; [] if none.
@@ -63,10 +66,12 @@ def exec_start_argv(unit_text):
     import shlex  # only this helper needs it
 
     command = ''
-    for line in unit_text.splitlines():
-        line = line.strip()
+    # systemd ends a unit file's line only at \n, \r or NUL and strips only these blanks;
+    # str.splitlines()/strip() would also break at \x0b, \x1c, U+2028 ... inside a quoted word
+    for line in re.split('[\n\r\x00]', unit_text):
+        line = line.strip(_BLANKS)
         if line.startswith('ExecStart='):
-            command = line[len('ExecStart='):].strip() or command
+            command = line[len('ExecStart='):].strip(_BLANKS) or command
     # systemd prefixes ("-", "@", "+", "!") change how it runs the command, not the words
     command = command.lstrip('-@+!:')
     try:
@@ -186,7 +191,7 @@ def message_lines(text):
 def _int_or_none(value):
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: JSON's Infinity
         return None
 
 
@@ -202,19 +207,20 @@ def parse_journal_json(data):
     entries = []
     cursor = None
     bad = 0
-    for raw in data.splitlines():
+    # one object per '\n'-ended line; str.splitlines() would also cut at U+2028, U+0085 ... which
+    # journalctl writes unescaped inside a MESSAGE
+    for raw in data.split('\n'):
         raw = raw.strip()
         if not raw:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError:
+            if not isinstance(obj, dict):
+                raise ValueError('not a JSON object')
+            text = message_text(obj.get('MESSAGE'))
+        except (ValueError, RecursionError):  # RecursionError: absurdly nested garbage
             bad += 1
             continue
-        if not isinstance(obj, dict):
-            bad += 1
-            continue
-        text = message_text(obj.get('MESSAGE'))
         entry = {
             'cursor': obj.get('__CURSOR'),
             'realtime_us': _int_or_none(obj.get('__REALTIME_TIMESTAMP')),

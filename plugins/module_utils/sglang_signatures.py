@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 import string
 
@@ -304,6 +305,15 @@ _TRACEBACK_LOOKBACK = 200
 _UNCLASSIFIED_TAIL = 25
 
 
+# Signature regexes are unanchored and some backtrack (quadratic on one huge line); SGLang's
+# real lines are short, so only this much of each line is matched.
+MAX_LINE_CHARS = 4096
+
+
+def _clipped(lines):
+    return [line[:MAX_LINE_CHARS] for line in lines]
+
+
 def _compile_table(table):
     compiled = []
     for entry in table:
@@ -354,9 +364,11 @@ def server_args_from_argv(argv):
 
 def _number(text):
     try:
-        return float(text)
+        value = float(text)
     except (TypeError, ValueError):
         return None
+    # 'inf' / 'nan' parse as floats but int() of them raises
+    return value if not math.isinf(value) and not math.isnan(value) else None
 
 
 def sizing_values(server_args):
@@ -404,7 +416,7 @@ def furthest_phase(current, line):
 def phase_of(lines):
     """The furthest start-up phase the lines show (``starting`` when none)."""
     phase = PHASES[0]
-    for line in lines:
+    for line in _clipped(lines):
         phase = furthest_phase(phase, line)
     return phase
 
@@ -416,6 +428,7 @@ def classify(lines, server_args=None):
     phase (start-up phase when the line was printed), groups, diagnosis, advice.
     A line may match several signatures (an OOM inside 'Capture cuda graph failed').
     """
+    lines = _clipped(lines)
     matches = []
     phase = PHASES[0]
     for index, line in enumerate(lines):
@@ -477,6 +490,7 @@ def _block_around(lines, index):
 
 def last_traceback(lines):
     """The last traceback in ``lines`` (at most its last lines), or [] when there is none."""
+    lines = _clipped(lines)
     start = None
     for i in range(len(lines) - 1, -1, -1):
         if _TRACEBACK_START.search(lines[i]):
@@ -503,7 +517,7 @@ def diagnose(lines, server_args=None):
     The most specific fatal match wins (highest priority, then the earliest line, since the
     first error usually causes the later ones).
     """
-    lines = list(lines)
+    lines = _clipped(lines)
     fatal = [m for m in classify(lines, server_args) if m['fatal']]
     if not fatal:
         block = last_traceback(lines)

@@ -290,14 +290,6 @@ ExecStart=/root/ml-env/bin/python -m sglang.launch_server --model-path /root/mod
 '''.replace('\\\n', '')
 
 
-def test_exec_start_round_trips_systemd_quote():
-    from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import systemd_quote
-    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
-
-    argv = ['/venv/bin/python', '-m', 'sglang.launch_server', '--served-model-name', 'a "b" $HOME 100%', '--port', '1']
-    assert exec_start_argv('[Service]\nExecStart=\nExecStart=%s\n' % systemd_quote(argv)) == argv
-
-
 def test_server_args_from_the_unit():
     from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
 
