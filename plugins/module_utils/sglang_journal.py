@@ -243,11 +243,13 @@ class JournalReader:
         self.runner = runner
         self.invocation_id = invocation_id
         self.cursor = None
-        self.lines = []
-        # (realtime_us, line) per line, for "stuck in <phase> for N s"
+        # (realtime_us, line) per line; the time serves "stuck in <phase> for N s"
         self.timed_lines = []
-        self.bad_lines = 0
         self.last_error = None
+
+    @property
+    def lines(self):
+        return [line for _realtime_us, line in self.timed_lines]
 
     def poll(self):
         """New entries since the last call ([] on a journalctl error, which is kept in last_error)."""
@@ -258,13 +260,11 @@ class JournalReader:
             self.last_error = 'journalctl exited %d: %s' % (rc, (err or '').strip())
             return []
         self.last_error = None
-        entries, cursor, bad = parse_journal_json(out)
-        self.bad_lines += bad
+        entries, cursor, _bad = parse_journal_json(out)
         if cursor:
             self.cursor = cursor
         for entry in entries:
             for line in entry['lines']:
-                self.lines.append(line)
                 self.timed_lines.append((entry['realtime_us'], line))
         return entries
 

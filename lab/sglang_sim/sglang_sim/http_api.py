@@ -45,7 +45,6 @@ class SimState:  # pylint: disable=too-few-public-methods
         self.fault = fault
         self.time_scale = time_scale
         self.model_id = args.served_model_name or args.model_path
-        self.warmup = True
 
 
 class Handler(BaseHTTPRequestHandler):

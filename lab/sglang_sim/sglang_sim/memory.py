@@ -184,14 +184,6 @@ class MemoryPlan:  # pylint: disable=too-many-instance-attributes
     def weights_gib(self) -> float:
         return self.target_weights_gib + self.draft_weights_gib
 
-    @property
-    def graph_need_gib(self) -> float:
-        """What has to fit outside the static pool with the graphs this envelope captures."""
-        need = self.workspace_gib
-        need += self.decode_graph_gib if self.decode_graph else 0.0
-        need += self.piecewise_graph_gib if self.piecewise_graph else 0.0
-        return need
-
 
 def _per_rank(heads: int, tp_size: int) -> int:
     # SGLang replicates KV heads when there are fewer of them than TP ranks
