@@ -4,8 +4,9 @@
 # the image exists and was built from this script's package list.
 set -euo pipefail
 IMAGE=${DDTREE_LAB_IMAGE:-localhost/ddtree-lab:bookworm}
-# python3-venv/pip: the ml-env venv; patch: the DDTree patch series; curl: operators' habit
-PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,iproute2,procps,patch,curl,ca-certificates
+# python3-venv/pip: the ml-env venv; patch: the DDTree patch series; git: the fork source (a bundle
+# or mirror cloned on the host); curl: operators' habit
+PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,iproute2,procps,patch,git,curl,ca-certificates
 LABEL=ddtree.lab.packages
 
 if podman image exists "$IMAGE" &&

@@ -4,13 +4,22 @@
 set -euo pipefail
 IMAGE=${DDTREE_LAB_IMAGE:-localhost/ddtree-lab:bookworm}
 HOSTS=${*:-ct129 ct200}
+# lab/build-wheelhouse.sh's output, seen read-only by the hosts instead of copied into each
+WHEELHOUSE=$(cd "$(dirname "$0")" && pwd)/wheelhouse
+HOST_WHEELHOUSE=/var/cache/ddtree-lab/wheelhouse
+[ -d "$WHEELHOUSE" ] || { echo "no $WHEELHOUSE: run lab/build-wheelhouse.sh first" >&2; exit 1; }
 for host in $HOSTS; do
   name=ddtree-lab-$host
-  if [ "$(podman container inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
+  # a host started before the wheelhouse was mounted is started anew (SYS_PTRACE: root reads a
+  # non-root service's sockets in /proc only with it, for the verdict's port check)
+  if [ "$(podman container inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" != true ] ||
+     ! podman container inspect --format '{{range .Mounts}}{{.Destination}} {{end}}' "$name" | tr ' ' '\n' | grep -qx "$HOST_WHEELHOUSE"; then
     podman rm -f "$name" >/dev/null 2>&1 || true
     # runc: crun refuses this machine's hybrid cgroups; ulimits: podman's default exceeds the hard limit
     podman run -d --name "$name" --hostname "$host" --runtime=runc --systemd=always \
       --ulimit nofile=20000:20000 --ulimit nproc=20000:20000 \
+      --volume "$WHEELHOUSE:$HOST_WHEELHOUSE:ro" \
+      --cap-add SYS_PTRACE \
       "$IMAGE" /lib/systemd/systemd >/dev/null
   fi
 done

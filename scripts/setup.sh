@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # One-time (idempotent) set-up of a controller: host packages, the project venv with the
-# pinned tools, containers.podman (Galaxy is not reachable: taken from the `ansible`
+# pinned tools, containers.podman and ansible.posix (Galaxy is not reachable: taken from the `ansible`
 # wheel on PyPI), the offline stand-in for ansible-test's get-pip download, and the lab image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3.11}
-ANSIBLE_BUNDLE_VERSION=12.3.0   # bundles containers.podman 1.18.0
+ANSIBLE_BUNDLE_VERSION=12.3.0   # bundles containers.podman 1.18.0 and ansible.posix 2.1.0
 
 log() { printf '\n== setup: %s\n' "$*"; }
 
 need_apt=()
-for bin in podman runc debootstrap shellcheck; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
+# gcc, patch, git: lab/build-wheelhouse.sh builds the ABI fixture, the patched wheel and the fork bundle
+for bin in podman runc debootstrap shellcheck gcc patch git; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt packages: ${need_apt[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc debootstrap shellcheck >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
 if [ ! -x .venv/bin/ansible-playbook ] || ! cmp -s requirements-dev.txt .venv/.requirements-dev.txt; then
@@ -26,15 +27,17 @@ if [ ! -x .venv/bin/ansible-playbook ] || ! cmp -s requirements-dev.txt .venv/.r
   cp requirements-dev.txt .venv/.requirements-dev.txt
 fi
 
-if [ ! -d .deps/ansible_collections/containers/podman ]; then
-  log "containers.podman from the ansible $ANSIBLE_BUNDLE_VERSION wheel"
+# containers.podman: the lab's connection; ansible.posix: role sglang_install's patch module
+if [ ! -d .deps/ansible_collections/containers/podman ] || [ ! -d .deps/ansible_collections/ansible/posix ]; then
+  log "containers.podman and ansible.posix from the ansible $ANSIBLE_BUNDLE_VERSION wheel"
   tmp=$(mktemp -d)
   .venv/bin/pip download -q --no-deps "ansible==$ANSIBLE_BUNDLE_VERSION" -d "$tmp"
   .venv/bin/python - "$tmp" "$ROOT/.deps" <<'PY'
 import glob, sys, zipfile
 wheel = zipfile.ZipFile(glob.glob(sys.argv[1] + "/ansible-*.whl")[0])
 wheel.extractall(sys.argv[2], [n for n in wheel.namelist()
-                               if n.startswith("ansible_collections/containers/podman/")])
+                               if n.startswith(("ansible_collections/containers/podman/",
+                                                "ansible_collections/ansible/posix/"))])
 PY
   rm -rf "$tmp"
 fi

@@ -31,10 +31,14 @@ stage_build_doc() {
   local out; out=$(mktemp -d)
   ansible-galaxy collection build --force --output-path "$out" >/dev/null &&
   ansible-galaxy collection install --no-deps --force -p "$out/installed" "$out"/ddtree-sglang-*.tar.gz >/dev/null &&
-  for plugin in sglang_health gpu_facts; do
+  for plugin in sglang_health gpu_facts ml_env_probe ml_env_release sglang_flag_check sglang_port_check; do
     ANSIBLE_COLLECTIONS_PATH="$out/installed" ansible-doc -t module "ddtree.sglang.$plugin" | head -3 || return 1
   done &&
   ANSIBLE_COLLECTIONS_PATH="$out/installed" ansible-doc -t filter ddtree.sglang.sglang_argv | head -3 &&
+  for filter in cuda_overlay_match ml_env_requirements ml_env_release_id; do
+    ANSIBLE_COLLECTIONS_PATH="$out/installed" ansible-doc -t filter "ddtree.sglang.$filter" | head -3 || return 1
+  done &&
+  ANSIBLE_COLLECTIONS_PATH="$out/installed" ansible-doc -t role ddtree.sglang.cuda_overlay | head -3 &&
   ANSIBLE_COLLECTIONS_PATH="$out/installed" ansible-doc -t role ddtree.sglang.sglang_service | head -3
   local rc=$?; rm -rf "$out"; return $rc
 }
@@ -42,8 +46,12 @@ stage_molecule_default() { molecule test -s default ; }
 stage_molecule_rollback() { molecule test -s rollback ; }
 stage_molecule_safety_timer() { molecule test -s safety_timer ; }
 stage_molecule_faults() { molecule test -s faults ; }
+stage_molecule_ml_env() { molecule test -s ml_env ; }
+stage_molecule_hardening() { molecule test -s hardening ; }
+stage_molecule_ladder() { molecule test -s ladder ; }
+stage_molecule_bad_input() { molecule test -s bad_input ; }
 
-STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer)
+STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening molecule_ladder molecule_bad_input)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 for stage in "${STAGES[@]}"; do

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,6 +18,8 @@ LAB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(LAB, "sglang_sim"))
 
 from sglang_sim import memory  # noqa: E402  pylint: disable=wrong-import-position
+from sglang_sim.args import build_parser  # noqa: E402  pylint: disable=wrong-import-position
+from sglang_sim.launch_server import api_key_from_environment  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET = os.path.join(LAB, "models", "Qwen3.6-27B")
 DRAFT = os.path.join(LAB, "models", "Qwen3.6-27B-DFlash")
@@ -87,7 +90,7 @@ def fixture_sim_env(tmp_path):
     models = tmp_path / "models"
     shutil.copytree(TARGET, models / "target")
     shutil.copytree(DRAFT, models / "draft")
-    env = dict(os.environ, DDTREE_LAB_GPUS_FILE=str(gpus), SGLANG_SIM_TIME_SCALE=TIME_SCALE,
+    env = dict(os.environ, DDTREE_LAB_GPUS_FILE=str(gpus), SGLANG_SIM_TIME_SCALE=TIME_SCALE, TRITON_CACHE_DIR=str(tmp_path / "triton"),
                PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""),
                PYTHONPATH=os.path.join(LAB, "sglang_sim"))
     env.pop("SGLANG_SIM_FAULT", None)
@@ -197,3 +200,159 @@ def test_port_in_use(sim_env):
         out = run_to_exit(env, argv(models, port, *HEALTHY))
     assert out.returncode == 1
     assert f"[Errno 98] error while attempting to bind on address ('127.0.0.1', {port}): address already in use" in out.stderr
+
+
+def _status(port, path, key=None, body=None):
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    data = json.dumps(body).encode() if body is not None else None
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, headers=headers), timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_api_key_from_the_environment_is_required_and_never_logged(sim_env):
+    env, models = sim_env
+    env = dict(env, SGLANG_API_KEY="sim-env-key-4711")
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            _wait_health(port, proc)
+            assert _status(port, "/v1/models") == 401
+            assert _status(port, "/v1/models", key="wrong") == 401
+            assert _status(port, "/v1/models", key="sim-env-key-4711") == 200
+            generate = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+            assert _status(port, "/generate", body=generate) == 401
+            assert _status(port, "/generate", key="sim-env-key-4711", body=generate) == 200
+        finally:
+            stop(proc)
+        log = proc.stdout.read()
+    assert "api_key='***'" in log
+    assert "sim-env-key-4711" not in log
+
+
+def test_api_key_flag_wins_over_the_environment():
+    parser = build_parser()
+    assert api_key_from_environment(parser.parse_args(["--model-path", "m", "--api-key", "flag"]), {"SGLANG_API_KEY": "env"}).api_key == "flag"
+    assert api_key_from_environment(parser.parse_args(["--model-path", "m"]), {"SGLANG_API_KEY": "env"}).api_key == "env"
+    assert api_key_from_environment(parser.parse_args(["--model-path", "m"]), {"SGLANG_API_KEY": ""}).api_key is None
+
+
+def _wait_health(port, proc, deadline_s=15):
+    """/health answers without a key, so it tells when a keyed server is up."""
+    end = time.time() + deadline_s
+    while True:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0 and _status(port, "/health") == 200:
+                return
+        assert proc.poll() is None and time.time() < end, "simulator never answered /health"
+        time.sleep(0.1)
+
+
+def test_unwritable_triton_cache_kills_the_schedulers(sim_env, tmp_path):
+    env, models = sim_env
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("")
+    out = run_to_exit(dict(env, TRITON_CACHE_DIR=str(blocked / "triton")), argv(models, free_port(), *HEALTHY))
+    assert out.returncode != 0
+    assert f"NotADirectoryError: [Errno 20] Not a directory: '{blocked / 'triton'}'" in out.stderr
+    assert "Received sigquit from a child process." in out.stderr
+
+
+def test_kernels_are_cached_in_triton_cache_dir(sim_env):
+    env, models = sim_env
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_ready(port, proc)
+        finally:
+            stop(proc)
+    assert os.path.exists(os.path.join(env["TRITON_CACHE_DIR"], "sglang_sim-kernels.txt"))
+
+
+# --- load, generation time and the graceful stop (zero-downtime upgrades) --------------------
+
+def _loads(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/loads?include=core", timeout=5) as resp:
+        return json.load(resp)
+
+
+def _generate_in_background(port, results, tokens=4):
+    def one():
+        started = time.monotonic()
+        try:
+            status, _ = post(port, "/generate", {"text": "drain me", "sampling_params": {"max_new_tokens": tokens}})
+        except (urllib.error.URLError, ConnectionError) as exc:
+            status = repr(exc)
+        results.append((status, time.monotonic() - started))
+    thread = threading.Thread(target=one)
+    thread.start()
+    return thread
+
+
+def test_generation_time_and_loads_count_running_and_waiting(sim_env):
+    env, models = sim_env
+    port = free_port()
+    # HEALTHY has --max-running-requests 4: the fifth and sixth generation wait
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="1.5"),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_ready(port, proc)
+            idle = _loads(port)
+            assert idle["loads"][0]["num_running_reqs"] == 0 and idle["loads"][0]["max_running_requests"] == 4
+            assert idle["num_accelerators"] == 2 and idle["version"]
+            results = []
+            threads = [_generate_in_background(port, results) for _ in range(6)]
+            time.sleep(0.6)
+            busy = _loads(port)["loads"][0]
+            assert (busy["num_running_reqs"], busy["num_waiting_reqs"]) == (4, 2)
+            for thread in threads:
+                thread.join(10)
+            latencies = sorted(latency for status, latency in results if status == 200)
+            assert len(latencies) == 6
+            assert 1.4 < latencies[0] < 2.5 and latencies[-1] > 2.9
+            assert _loads(port)["loads"][0]["num_running_reqs"] == 0
+        finally:
+            stop(proc)
+
+
+def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(sim_env):
+    env, models = sim_env
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="2"),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            wait_ready(port, proc)
+            results = []
+            threads = [_generate_in_background(port, results) for _ in range(3)]
+            time.sleep(0.5)
+            os.kill(proc.pid, signal.SIGTERM)
+            time.sleep(0.5)
+            assert proc.poll() is None, "exited with generations in flight"
+            with socket.socket() as probe:
+                assert probe.connect_ex(("127.0.0.1", port)) != 0, "still accepting connections while draining"
+            for thread in threads:
+                thread.join(10)
+            code = proc.wait(timeout=10)
+        finally:
+            stop(proc)
+        log = proc.stdout.read()
+    assert code == 0
+    assert [status for status, _ in results] == [200, 200, 200]
+    assert "SIGTERM received. signum=15. Draining requests and shutting down..." in log
+    assert "Gracefully exiting... Remaining number of requests 3." in log
+    assert "Finished server process" in log
+
+
+def test_sigterm_before_ready_exits_at_once(sim_env):
+    env, models = sim_env
+    with subprocess.Popen(argv(models, free_port(), *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="hang_before_bind"),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        end = time.time() + 10
+        while "Memory pool end" not in (line := proc.stdout.readline()) and time.time() < end:
+            pass
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=5) == 0

@@ -18,6 +18,15 @@ ENVELOPE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 SYSTEMD_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
+def _kind(value):
+    # Ansible hands filters its own subclasses (_AnsibleLazyTemplateDict, ...); name the YAML kind
+    for kind, name in ((dict, "dict"), (list, "list"), (tuple, "list"), (bool, "boolean"), (str, "string"),
+                       (int, "integer"), (float, "float")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
 def _scalar_text(key, value):
     if isinstance(value, bool):
         raise AnsibleFilterError(f"sglang_service_envelope.{key}: a list may not hold booleans")
@@ -27,7 +36,7 @@ def _scalar_text(key, value):
             raise AnsibleFilterError(f"sglang_service_envelope.{key}: value must be a single line without NUL bytes")
         return text
     raise AnsibleFilterError(
-        f"sglang_service_envelope.{key}: value {value!r} has type {type(value).__name__}; "
+        f"sglang_service_envelope.{key}: value {value!r} has type {_kind(value)}; "
         "allowed: string, integer, float, boolean, or a list of those (not booleans)"
     )
 
@@ -39,7 +48,7 @@ def sglang_argv(envelope):
     ``false`` / ``null`` -> omitted; a list repeats the flag once per item.
     """
     if not isinstance(envelope, dict):
-        raise AnsibleFilterError(f"sglang_service_envelope must be a dict of SGLang flags, got {type(envelope).__name__}")
+        raise AnsibleFilterError(f"sglang_service_envelope must be a dict of SGLang flags, got {_kind(envelope)}")
     argv = []
     for key, value in envelope.items():
         if not isinstance(key, str) or not ENVELOPE_KEY.match(key):

@@ -363,15 +363,8 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
     return plan
 
 
-def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_fraction_static=None,
-                            min_context_length=4096, max_running_requests=None, min_running_requests=1,
-                            **options):
-    """Largest power-of-two context_length, then the most running requests, that fit; see the .yml."""
-    if not isinstance(envelope, dict):
-        _fail(f"envelope must be a dict of SGLang flags, got {type(envelope).__name__}")
-    base = dict(envelope)
-    if mem_fraction_static is not None:
-        base["mem_fraction_static"] = float(mem_fraction_static)
+def _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests,
+                  min_running_requests, options):
     target = _text_config(model_config, "model_config")
     ceiling = int(target.get("max_position_embeddings") or base.get("context_length") or 0)
     if ceiling <= 0:
@@ -396,6 +389,32 @@ def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_
                               model_config, gpu, draft_config, **options)
     return {"fits": False, "context_length": None, "max_running_requests": None,
             "mem_fraction_static": plan["mem_fraction_static"], "envelope": None, "plan": plan, "tried": tried}
+
+
+def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_fraction_static=None,
+                            min_context_length=4096, max_running_requests=None, min_running_requests=1,
+                            **options):
+    """Largest power-of-two context_length, then the most running requests, that fit; see the .yml."""
+    if not isinstance(envelope, dict):
+        _fail(f"envelope must be a dict of SGLang flags, got {type(envelope).__name__}")
+    # a list of fractions is tried in order: no context fits at a fraction that leaves too little
+    # room outside the static pool, however short, so a lower one is the only way out
+    fractions = list(mem_fraction_static) if isinstance(mem_fraction_static, (list, tuple)) else [mem_fraction_static]
+    if not fractions:
+        _fail("mem_fraction_static is an empty list")
+    first = None
+    for index, fraction in enumerate(fractions):
+        base = dict(envelope)
+        if fraction is not None:
+            base["mem_fraction_static"] = float(fraction)
+        result = _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests,
+                               min_running_requests, options)
+        result["fractions_tried"] = fractions[:index + 1]
+        if result["fits"]:
+            return result
+        first = first or result
+    first["fractions_tried"] = fractions
+    return first
 
 
 class FilterModule:

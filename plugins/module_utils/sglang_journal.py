@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import json
 import os
 import re
@@ -221,8 +222,10 @@ def parse_journal_json(data):
         except (ValueError, RecursionError):  # RecursionError: absurdly nested garbage
             bad += 1
             continue
+        cursor_field = obj.get('__CURSOR')
         entry = {
-            'cursor': obj.get('__CURSOR'),
+            # journalctl's cursors are strings; anything else cannot be handed back to --after-cursor
+            'cursor': cursor_field if isinstance(cursor_field, str) else None,
             'realtime_us': _int_or_none(obj.get('__REALTIME_TIMESTAMP')),
             'pid': _int_or_none(obj.get('_PID')),
             'priority': _int_or_none(obj.get('PRIORITY')),
@@ -328,7 +331,11 @@ def pid_socket_inodes(pid, proc='/proc'):
     for fd in os.listdir(fd_dir):
         try:
             inode = socket_inode(os.readlink(os.path.join(fd_dir, fd)))
-        except OSError:
+        except OSError as e:
+            # another user's links need CAP_SYS_PTRACE (root in a podman lab host lacks it): then the
+            # process is unreadable, which must not read as "holds no socket"
+            if e.errno in (errno.EACCES, errno.EPERM):
+                raise
             continue
         if inode:
             inodes.add(inode)

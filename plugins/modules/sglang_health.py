@@ -79,12 +79,37 @@ options:
     description:
       - Optional substring the generated text must contain.
     type: str
+  api_check:
+    description:
+      - What the API must answer before the service counts as healthy.
+      - V(generate) (C(/v1/models), then a real C(/generate)) for a server that serves the API.
+      - V(health) (C(GET /health) answers 200) for a node of a multi-node server with a I(node_rank)
+        above 0, which serves no API of its own, only SGLang's health endpoints; unit state and
+        journal are judged as always.
+    type: str
+    choices: [generate, health]
+    default: generate
   api_key_file:
     description:
       - Path on the managed host of a file holding the server's API key (C(--api-key)).
       - It is read there and sent as an C(Authorization) bearer token; the key never appears
         in the results.
+      - Mutually exclusive with O(api_key_env_file).
     type: path
+  api_key_env_file:
+    description:
+      - Path on the managed host of the unit's C(EnvironmentFile=) that gives the server its key
+        in the variable O(api_key_env_var) (systemd's syntax, values quoted or not).
+      - Read there and sent as an C(Authorization) bearer token; the key never appears in the
+        results. Without the variable in the file (or with it empty) no key is sent, as the
+        server then wants none.
+      - Mutually exclusive with O(api_key_file).
+    type: path
+  api_key_env_var:
+    description:
+      - Variable of O(api_key_env_file) that holds the key.
+    type: str
+    default: SGLANG_API_KEY
   fail_on_unhealthy:
     description:
       - Fail the task when the verdict is C(failed) or C(timeout). With C(false) the
@@ -322,7 +347,7 @@ class HttpProbe(threading.Thread):
     A generation can block for seconds; a crash meanwhile must still be reported at once.
     """
 
-    def __init__(self, base_url, headers, prompt, max_tokens, expect, interval, deadline, resume=None):
+    def __init__(self, base_url, headers, prompt, max_tokens, expect, interval, deadline, resume=None, health_only=False):
         threading.Thread.__init__(self)
         self.daemon = True
         self.base_url = base_url.rstrip('/')
@@ -336,7 +361,9 @@ class HttpProbe(threading.Thread):
         # the server's own proxies settings must not send 127.0.0.1 to a proxy
         self.opener = build_opener(ProxyHandler({}))
         self.lock = threading.Lock()
-        self.stage = 'models'
+        # a multi-node SGLang serves its API on rank 0 only; the other ranks answer /health alone
+        self.health_only = health_only
+        self.stage = 'health' if health_only else 'models'
         self.last_error = ''
         self.model_id = ''
         self.generation_text = ''
@@ -408,8 +435,8 @@ class HttpProbe(threading.Thread):
                     return True
                 self.last_error = '/v1/models answered 200 without data[0].id'
             elif code in (401, 403):
-                self._fail('http_unauthorized', '/v1/models answered %d: the server wants an API key; set api_key_file to the key the '
-                                                'service was started with' % code)
+                self._fail('http_unauthorized', '/v1/models answered %d: the server wants an API key; give the key the service was '
+                                                'started with (api_key_file or api_key_env_file)' % code)
                 return False
             elif code is None:
                 self.last_error = '/v1/models: %s' % payload.decode('utf-8', 'replace')
@@ -417,6 +444,20 @@ class HttpProbe(threading.Thread):
                 self.last_error = '/v1/models answered %d' % code
             self._sleep()
         return False
+
+    def _health(self):
+        while not self.stop.is_set() and time.monotonic() < self.deadline:
+            code, payload = self._request('/health')
+            if code == 200:
+                with self.lock:
+                    self.outcome = 'healthy'
+                return
+            if code in (401, 403):
+                self._fail('http_unauthorized', '/health answered %d: give the key the service was started with '
+                                                '(api_key_file or api_key_env_file)' % code)
+                return
+            self.last_error = '/health: %s' % (payload.decode('utf-8', 'replace') if code is None else 'answered %d' % code)
+            self._sleep()
 
     def _generate(self):
         body = {'text': self.prompt, 'sampling_params': {'max_new_tokens': self.max_tokens, 'temperature': 0}}
@@ -444,7 +485,8 @@ class HttpProbe(threading.Thread):
                 elif problem is None and self.expect and self.expect not in text:
                     problem = '/generate text %r does not contain %r' % (text[:200], self.expect)
             elif code in (401, 403):
-                self._fail('http_unauthorized', '/generate answered %d: set api_key_file to the key the service was started with' % code)
+                self._fail('http_unauthorized', '/generate answered %d: give the key the service was started with '
+                                                '(api_key_file or api_key_env_file)' % code)
                 return
             else:
                 detail = payload.decode('utf-8', 'replace').strip().replace('\n', ' ')[:300]
@@ -466,11 +508,35 @@ class HttpProbe(threading.Thread):
 
     def run(self):
         try:
-            if self.stage == 'generate' or self._models():
+            if self.health_only:
+                self._health()
+            elif self.stage == 'generate' or self._models():
                 self._generate()
         except Exception as e:  # pylint: disable=broad-except
             # a bug here must surface as a verdict, not as a silent thread death and a timeout
             self._fail('probe_error', 'the HTTP probe crashed: %s' % e)
+
+
+def parse_env_file(text):
+    """Assignments of a systemd EnvironmentFile: NAME=value lines, '#'/';' comments, a value in
+    single quotes taken verbatim, in double quotes with backslash escapes; the last one wins."""
+    values = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in '#;' or '=' not in line:
+            continue
+        name, value = line.split('=', 1)
+        name = name.strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1]
+        elif len(value) >= 2 and value[0] == value[-1] == '"':
+            out, chars = [], iter(value[1:-1])
+            for char in chars:
+                out.append(next(chars, '') if char == '\\' else char)
+            value = ''.join(out)
+        values[name] = value
+    return values
 
 
 def _number(value, default=None):
@@ -695,10 +761,12 @@ class HealthCheck:
             return self.watch(None)
 
         headers = {'Accept': 'application/json'}
-        if self.params['api_key_file']:
-            headers['Authorization'] = 'Bearer %s' % self.read_api_key()
+        key = self.read_api_key() if self.params['api_key_file'] else self.read_api_key_env()
+        if key:
+            headers['Authorization'] = 'Bearer %s' % key
         probe = HttpProbe(self.params['base_url'], headers, self.params['generate_prompt'], self.params['generate_max_tokens'],
-                          self.params['generate_expect'], self.params['poll_interval'], self.deadline, self.api_resume)
+                          self.params['generate_expect'], self.params['poll_interval'], self.deadline, self.api_resume,
+                          health_only=self.params['api_check'] == 'health')
         probe.start()
         try:
             return self.watch(probe)
@@ -715,6 +783,22 @@ class HealthCheck:
         if not key:
             self.module.fail_json(msg='api_key_file %s is empty' % path)
         # keeps the key out of anything the module returns, server error bodies included
+        self.module.no_log_values.add(key)
+        return key
+
+    def read_api_key_env(self):
+        """The key from the unit's EnvironmentFile, or None when the file sets none."""
+        path = self.params['api_key_env_file']
+        if not path:
+            return None
+        try:
+            with open(path, 'rb') as handle:
+                values = parse_env_file(handle.read().decode('utf-8', 'replace'))
+        except (IOError, OSError) as e:
+            self.module.fail_json(msg='cannot read api_key_env_file %s: %s' % (path, e.strerror or e))
+        key = values.get(self.params['api_key_env_var'], '')
+        if not key:
+            return None
         self.module.no_log_values.add(key)
         return key
 
@@ -783,7 +867,8 @@ class HealthCheck:
             advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
                       'generate often points at a broken kernel or a bad draft model.')
             if failure[0] == 'http_unauthorized':
-                advice = 'Point api_key_file at the key given to the server with --api-key.'
+                advice = ('Point api_key_file at the key given to the server with --api-key, or api_key_env_file at the unit\'s '
+                          'EnvironmentFile that sets %s.' % self.params['api_key_env_var'])
             return self.result('failed', failure[0], failure[1], advice, fatal_lines, probe)
         if outcome == 'healthy':
             # the generation may have raced a crash: confirm the same process still runs
@@ -850,13 +935,17 @@ def main():
             generate_prompt=dict(type='str', default='The capital of France is'),
             generate_max_tokens=dict(type='int', default=8, no_log=False),
             generate_expect=dict(type='str'),
+            api_check=dict(type='str', default='generate', choices=['generate', 'health']),
             api_key_file=dict(type='path', no_log=True),
+            api_key_env_file=dict(type='path', no_log=False),
+            api_key_env_var=dict(type='str', default='SGLANG_API_KEY', no_log=False),
             fail_on_unhealthy=dict(type='bool', default=True),
             settle_s=dict(type='float', default=0),
             slice_s=dict(type='float', default=0),
             _resume=dict(type='dict'),
         ),
         supports_check_mode=True,
+        mutually_exclusive=[('api_key_file', 'api_key_env_file')],
     )
     if module.params['poll_interval'] <= 0:
         module.fail_json(msg='poll_interval must be above 0 (got %s)' % module.params['poll_interval'])

@@ -91,6 +91,17 @@ def triton_out_of_resources(required, limit):
                     "Reducing block sizes or `num_stages` may help."]
 
 
+def triton_cache_unwritable(exc):
+    """Triton's FileCacheManager creates its cache directory before the first kernel compiles."""
+    frames = _SCHEDULER_INIT + [
+        (f"{_SRT}/model_executor/model_runner.py", 525, "initialize", "self.init_piecewise_cuda_graphs()"),
+        (f"{_SRT}/layers/attention/fla/chunk.py", 211, "chunk_gated_delta_rule_fwd", "o = chunk_fwd_o("),
+        (f"{_SITE}/triton/runtime/jit.py", 744, "run", "kernel = self._do_compile(key, signature, device, constexprs, options, attrs, warmup)"),
+        (f"{_SITE}/triton/runtime/cache.py", 61, "__init__", "os.makedirs(self.cache_dir, exist_ok=True)"),
+    ]
+    return frames, [f"{type(exc).__name__}: [Errno {exc.errno}] {exc.strerror}: {exc.filename!r}"]
+
+
 def invalid_device_ordinal():
     frames = _SCHEDULER_INIT[:1] + [
         (f"{_SRT}/managers/scheduler.py", 2894, "run_scheduler_process", "torch.get_device_module(\"cuda\").set_device(gpu_id)"),

@@ -2,11 +2,15 @@
 
 JSON shapes follow sglang.srt.entrypoints (native /generate, /get_model_info, ...) and its
 OpenAI-compatible routes; errors follow FastAPI/uvicorn (404 detail, 401 Unauthorized, bare
-500 "Internal Server Error" after an "Exception in ASGI application" traceback).
+500 "Internal Server Error" after an "Exception in ASGI application" traceback). /v1/loads has
+the shape of SGLang 0.5.x's load endpoint (sglang/srt/entrypoints/v1_loads.py), counted from the
+simulated scheduler: at most max_running_requests generations run at once, the rest wait.
 """
 
+import datetime
 import hashlib
 import json
+import threading
 import time
 import uuid
 from http import HTTPStatus
@@ -35,16 +39,68 @@ def count_tokens(text):
     return max(1, len(text.split()))
 
 
-class SimState:  # pylint: disable=too-few-public-methods
-    """What the handlers read: the server args, the plan numbers, the fault, the time scale."""
+class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attributes
+    """What the handlers read: the server args, the plan numbers, the fault, the time scale, and
+    the simulated scheduler's counters (running and waiting generations, HTTP requests in flight)."""
 
-    def __init__(self, args, model_cfg, context_length, fault, time_scale):
+    def __init__(self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None):
+        # pylint: disable=too-many-arguments,too-many-positional-arguments
         self.args = args
         self.model_cfg = model_cfg
         self.context_length = context_length
         self.fault = fault
         self.time_scale = time_scale
         self.model_id = args.served_model_name or args.model_path
+        self.max_running_requests = max_running_requests or args.max_running_requests or 48
+        # seconds every generation takes when set (SGLANG_SIM_GENERATE_S); else per token
+        self.generate_s = generate_s
+        self.draining = False
+        self._lock = threading.Condition()
+        self.running = 0
+        self.waiting = 0
+        self.in_flight = 0
+        self.total_tokens = 0
+
+    def request_started(self):
+        with self._lock:
+            self.in_flight += 1
+
+    def request_finished(self):
+        with self._lock:
+            self.in_flight -= 1
+            self._lock.notify_all()
+
+    def wait_idle(self, timeout):
+        """True once no request is in flight (False if timeout passed first)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self.in_flight <= 0, timeout)
+
+    def generation_slot(self, tokens):
+        """Blocks while max_running_requests generations run, as SGLang's waiting queue does."""
+        with self._lock:
+            self.waiting += 1
+            self._lock.wait_for(lambda: self.running < self.max_running_requests)
+            self.waiting -= 1
+            self.running += 1
+            self.total_tokens += tokens
+
+    def generation_done(self, tokens):
+        with self._lock:
+            self.running -= 1
+            self.total_tokens -= tokens
+            self._lock.notify_all()
+
+    def load(self):
+        """One DP rank's core load fields, as LoadSnapshot.to_dict(include={"core"}) names them."""
+        with self._lock:
+            running, waiting, tokens = self.running, self.waiting, self.total_tokens
+        capacity = max(self.context_length or 0, 1)
+        return {"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": waiting,
+                "num_waiting_uncached_tokens": 0, "num_used_tokens": tokens, "num_total_tokens": tokens,
+                "num_active_tokens": tokens, "num_prealloc_ready_tokens": 0, "max_total_num_tokens": capacity,
+                "max_running_requests": self.max_running_requests, "token_usage": round(tokens / capacity, 4),
+                "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": round(running / self.max_running_requests, 4),
+                "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -86,7 +142,20 @@ class Handler(BaseHTTPRequestHandler):
         return self.headers.get("Authorization", "") == f"Bearer {key}"
 
     def _route(self, routes):
+        self.sim.request_started()
+        try:
+            self._dispatch(routes)
+        finally:
+            self.sim.request_finished()
+
+    def _dispatch(self, routes):
         path = self.path.split("?", 1)[0]
+        if self.sim.draining:
+            # shutting down: the listener is closed; a request on a kept-alive connection gets a
+            # 503 and the connection is closed, so a client (or router) goes elsewhere
+            self.close_connection = True
+            self._send(503, b"Service Unavailable", "text/plain; charset=utf-8")
+            return
         if not self._authorized(path):
             self._json({"error": "Unauthorized"}, 401)
             return
@@ -115,15 +184,24 @@ class Handler(BaseHTTPRequestHandler):
             log.error(log.traceback_text(frames, exc))
             return None
         prompt_tokens = count_tokens(prompt)
-        log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
-                 f"#running-req: 0, #queue-req: 0, ", rank=0)
-        elapsed = max_new_tokens * PER_TOKEN_S * self.sim.time_scale
-        time.sleep(elapsed)
-        # report the unscaled rate so logs read the same at any SGLANG_SIM_TIME_SCALE
-        throughput = 1.0 / PER_TOKEN_S
-        log.info(f"Decode batch, #running-req: 1, #token: {prompt_tokens + max_new_tokens}, token usage: 0.00, accept len: 3.41, "
-                 f"accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, gen throughput (token/s): {throughput:.2f}, "
-                 f"#queue-req: 0, ", rank=0)
+        tokens = prompt_tokens + max_new_tokens
+        self.sim.generation_slot(tokens)
+        try:
+            load = self.sim.load()
+            log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
+                     f"#running-req: {load['num_running_reqs'] - 1}, #queue-req: {load['num_waiting_reqs']}, ", rank=0)
+            if self.sim.generate_s is not None:
+                elapsed = self.sim.generate_s
+            else:
+                elapsed = max_new_tokens * PER_TOKEN_S * self.sim.time_scale
+            time.sleep(elapsed)
+            # report the unscaled rate so logs read the same at any SGLANG_SIM_TIME_SCALE
+            throughput = 1.0 / PER_TOKEN_S
+            log.info(f"Decode batch, #running-req: {load['num_running_reqs']}, #token: {tokens}, token usage: 0.00, accept len: 3.41, "
+                     f"accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, gen throughput (token/s): {throughput:.2f}, "
+                     f"#queue-req: {load['num_waiting_reqs']}, ", rank=0)
+        finally:
+            self.sim.generation_done(tokens)
         return simulated_words(prompt, max_new_tokens)
 
     def _fail_500(self):
@@ -205,8 +283,18 @@ class Handler(BaseHTTPRequestHandler):
                      "internal_states": [{"last_gen_throughput": 0.0, "avg_spec_accept_length": 3.41}]})
         self._json(info)
 
+    def loads(self):
+        """SGLang 0.5.x's /v1/loads (JSON only): per DP rank; ?include=core keeps the core fields
+        (all the simulator has), ?dp_rank=N filters."""
+        query = dict(part.partition("=")[::2] for part in self.path.partition("?")[2].split("&") if part)
+        loads = [self.sim.load()]
+        if query.get("dp_rank") not in (None, "") and query["dp_rank"] != "0":
+            loads = []
+        self._json({"timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": SIMULATED_SGLANG_VERSION,
+                    "accelerator": None, "num_accelerators": self.sim.args.tp_size, "loads": loads})
+
     GET_ROUTES = {"/health": health, "/health_generate": health_generate, "/v1/models": models, "/get_model_info": model_info,
-                  "/model_info": model_info, "/get_server_info": server_info, "/server_info": server_info}
+                  "/model_info": model_info, "/get_server_info": server_info, "/server_info": server_info, "/v1/loads": loads}
     POST_ROUTES = {"/generate": generate, "/v1/completions": completions, "/v1/chat/completions": chat_completions}
 
 
@@ -221,4 +309,6 @@ class SimHTTPServer(ThreadingHTTPServer):
 def make_server(sim, host, port):
     """Binds (raises OSError like uvicorn would hit) and returns the server, not yet serving."""
     handler = type("BoundHandler", (Handler,), {"sim": sim})
-    return SimHTTPServer((host, port), handler)
+    server = SimHTTPServer((host, port), handler)
+    server.sim = sim
+    return server

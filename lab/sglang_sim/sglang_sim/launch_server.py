@@ -3,7 +3,10 @@
 Parses the real flags, reads the GPUs from nvidia-smi and the model shapes from config.json,
 replays SGLang's start-up (weights, pools, CUDA graphs, HTTP bind, warm-up) with its log
 wording and the verdict of sglang_sim.memory, then serves SGLang's HTTP API with simulated
-text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE.
+text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE;
+SGLANG_SIM_GENERATE_S makes every generation take that long. SIGTERM after ready is a graceful
+stop: the listener closes, requests in flight finish, exit 0.
+The API key comes from --api-key or, without it, from SGLANG_API_KEY (as with the DDTree patch set).
 """
 
 import os
@@ -36,6 +39,8 @@ class Knobs:  # pylint: disable=too-few-public-methods
         self.fault = environ.get("SGLANG_SIM_FAULT", "none").strip() or "none"
         self.delay_s = float(environ.get("SGLANG_SIM_FAULT_DELAY_S", DEFAULT_FAULT_DELAY_S))
         self.time_scale = float(environ.get("SGLANG_SIM_TIME_SCALE", "1.0"))
+        generate_s = environ.get("SGLANG_SIM_GENERATE_S", "").strip()
+        self.generate_s = float(generate_s) if generate_s else None
 
     def sleep(self, phase, extra=0.0):
         time.sleep(PHASE_S[phase] * self.time_scale + extra)
@@ -68,11 +73,38 @@ def _kill_self():
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+# the bound server once ready, so that SIGTERM can stop it gracefully
+SERVING = {}
+# how often a draining server reports what is left (SGLang's sigterm_watchdog: every 5 s)
+DRAIN_REPORT_S = 1.0
+
+
 def _on_sigterm(_signum, _frame):
     log.warning("SIGTERM received. signum=15. Draining requests and shutting down...")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # pylint: disable=protected-access
+    server = SERVING.get("server")
+    if server is None:
+        # still starting: nothing to drain
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # pylint: disable=protected-access
+    server.sim.draining = True
+    # shutdown() waits for serve_forever, which runs in this (the main) thread
+    threading.Thread(target=server.shutdown, daemon=True).start()
+
+
+def _drain(server):
+    """After serve_forever returned: no new connections, finish what is in flight, exit 0. systemd's
+    TimeoutStopSec bounds it from outside (SIGKILL)."""
+    server.server_close()
+    sim = server.sim
+    while not sim.wait_idle(DRAIN_REPORT_S):
+        log.info(f"Gracefully exiting... Remaining number of requests {sim.in_flight}.")
+    log.info("Gracefully exiting... Remaining number of requests 0.")
+    log.uvicorn("INFO", "Shutting down")
+    log.uvicorn("INFO", "Waiting for application shutdown.")
+    log.uvicorn("INFO", "Application shutdown complete.")
+    log.uvicorn("INFO", f"Finished server process [{os.getpid()}]")
+    return 0
 
 
 def _envelope(args, draft_cfg):
@@ -193,7 +225,21 @@ def _capture(cap, piecewise, avail):
     return avail - size
 
 
+def _compile_kernels(tp_size):
+    """Triton JIT-compiles the model's kernels on first use and caches them in TRITON_CACHE_DIR
+    (default ~/.triton/cache); a cache it cannot write kills the schedulers. The simulated cache
+    entry shows where a sandboxed service's kernels go."""
+    cache = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+    try:
+        os.makedirs(cache, exist_ok=True)
+        with open(os.path.join(cache, "sglang_sim-kernels.txt"), "w", encoding="utf-8") as entry:
+            entry.write("SIMULATED Triton cache entry (chunk_gated_delta_rule_fwd)\n")
+    except OSError as exc:
+        _scheduler_failure(tp_size, failures.triton_cache_unwritable(exc))
+
+
 def _capture_graphs(args, plan, gpu, knobs):
+    _compile_kernels(args.tp_size)
     avail = plan.avail_after_pool_gib
     forced = knobs.fault in ("crash_in_graph_capture", "triton_error_in_graph_capture")
     cap = Capture(args, plan, gpu, knobs)
@@ -270,14 +316,23 @@ def run(args, knobs):
     if knobs.fault == "hang_before_bind":
         threading.Event().wait()
     _capture_graphs(args, plan, gpus[0], knobs)
-    sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale)
+    sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale,
+                   max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s)
     server = _bind(args, sim)
     _warmup(args, knobs)
     return server
 
 
+def api_key_from_environment(args, environ):
+    """The DDTree patch set's rule: without --api-key, SGLANG_API_KEY from the environment (so a
+    unit can keep the key in a root-only EnvironmentFile instead of its command line)."""
+    if args.api_key is None:
+        args.api_key = environ.get("SGLANG_API_KEY") or None
+    return args
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    args = api_key_from_environment(build_parser().parse_args(argv), os.environ)
     knobs = Knobs(os.environ)
     if knobs.fault not in FAULTS:
         sys.stderr.write(f"sglang_sim: SGLANG_SIM_FAULT={knobs.fault!r} is not one of {', '.join(FAULTS)}\n")
@@ -285,10 +340,11 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, _on_sigterm)
     log.info(f"SIMULATED SGLang server (sglang_sim {__version__}; no GPU, no weights; fault={knobs.fault}, time_scale={knobs.time_scale})")
     server = run(args, knobs)
+    SERVING["server"] = server
     if knobs.fault == "crash_after_serving":
         threading.Timer(knobs.delay_s, _crash_after_serving, args=(args.tp_size,)).start()
     server.serve_forever(poll_interval=0.2)
-    return 0
+    return _drain(server)
 
 
 if __name__ == "__main__":

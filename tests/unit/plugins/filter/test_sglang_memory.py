@@ -235,3 +235,51 @@ def test_unknown_option_is_refused():
 
 def test_filters_are_registered():
     assert set(FilterModule().filters()) == {"sglang_memory_plan", "sglang_memory_recommend"}
+
+
+@needs_lab
+def test_recommend_tries_fractions_in_order(target, draft):
+    """At 0.95 nothing fits however short the context (the reserve outside the pool); 0.9 does."""
+    envelope = dict(DDTREE, tp_size=2, context_length=32768, max_running_requests=4, mem_fraction_static=0.95)
+    rec = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[0.95, 0.9, 0.88],
+                                  min_running_requests=4)
+    assert rec["fits"] and rec["fractions_tried"] == [0.95, 0.9]
+    assert (rec["mem_fraction_static"], rec["context_length"], rec["max_running_requests"]) == (0.9, 32768, 4)
+    nothing = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[0.97, 0.96])
+    assert not nothing["fits"] and nothing["fractions_tried"] == [0.97, 0.96]
+    assert nothing["mem_fraction_static"] == 0.97        # the plan that shows why is the first fraction's
+    with pytest.raises(AnsibleFilterError, match="empty list"):
+        sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[])
+
+
+def _repo_file(*parts):
+    here = pathlib.Path(__file__).resolve()
+    for parent in here.parents:
+        if parent.joinpath(*parts).is_file():
+            return parent.joinpath(*parts)
+    return None
+
+
+LADDER = _repo_file("lab", "scenarios", "field-notes-ladder.yml")
+CT129_GROUP = _repo_file("inventory", "group_vars", "gpu_a6000_tp2.yml")
+
+
+@needs_lab
+@pytest.mark.skipif(LADDER is None or CT129_GROUP is None, reason="lab scenarios or inventory not in this copy")
+def test_field_notes_ladder_on_ct129(target, draft):
+    """The rungs molecule/ladder deploys: the planner skips the field notes' attempts 1-3 and lets
+    the graphs rung through (its graph capture fails at run time, which only the verdict sees)."""
+    yaml = pytest.importorskip("yaml")
+    base = yaml.safe_load(CT129_GROUP.read_text())["sglang_service_envelope"]
+    rungs = yaml.safe_load(LADDER.read_text())["sglang_service_envelope_ladder"]
+    plans = {}
+    for rung in rungs:
+        # the role's patch: combine, then a null drops the flag
+        envelope = {k: v for k, v in dict(base, **rung["envelope"]).items() if v is not None}
+        plans[rung["name"]] = sglang_memory_plan(envelope, target, CT129_GPUS, draft)
+    assert [plans[n]["fits"] for n in ("production", "attempt-2", "attempt-3", "graphs", "balanced")] == [
+        False, False, False, True, True]
+    assert "Not enough memory" in plans["production"]["reasons"][0]
+    assert plans["production"]["max_running_requests"] == 48
+    assert all("reserve" in plans[n]["reasons"][0] for n in ("attempt-2", "attempt-3"))
+    assert plans["balanced"]["max_running_requests_effective"] == 4

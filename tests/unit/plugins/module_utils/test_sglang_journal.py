@@ -197,6 +197,19 @@ def test_port_owner(tmp_path):
     assert jr.port_owner(30000, '', 424242, proc) == (None, [])
 
 
+def test_port_owner_of_a_process_whose_links_are_unreadable(tmp_path, monkeypatch):
+    proc = _fake_proc(tmp_path / 'proc', {100: ['5551']})
+    real_readlink = os.readlink
+
+    def readlink(path):
+        if os.sep + '100' + os.sep in path:
+            raise PermissionError(13, 'Permission denied', path)
+        return real_readlink(path)
+    monkeypatch.setattr(jr.os, 'readlink', readlink)
+    # the service runs as another user and this one lacks CAP_SYS_PTRACE: no opinion, not "foreign"
+    assert jr.port_owner(30000, '', 100, proc) == (None, [])
+
+
 def test_unit_pids_never_reads_the_root_cgroup():
     assert jr.unit_pids('', 7) == set([7])
     assert jr.unit_pids('/', 0) == set()

@@ -266,6 +266,51 @@ def test_missing_api_key_file(host):
     assert 'cannot read api_key_file' in e.value.args[0]['msg']
 
 
+def test_api_key_from_the_units_environment_file(host, api, tmp_path):
+    env_file = tmp_path / 'sglang-qwen.env'
+    env_file.write_text("# managed\nHF_TOKEN='hf_not-this-one'\nSGLANG_API_KEY='env-s3cr3t key'\n")
+    host([show()], [READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_env_file': str(env_file)})
+    assert 'Bearer env-s3cr3t key' in Api.seen_auth
+    assert 'env-s3cr3t' not in json.dumps(e.value.args[0])
+
+
+def test_environment_file_without_the_key_sends_none(host, api, tmp_path):
+    env_file = tmp_path / 'sglang-qwen.env'
+    env_file.write_text("# no secrets\nHF_TOKEN=hf_x\n")
+    Api.seen_auth = []
+    host([show()], [READY])
+    with pytest.raises(ExitJson):
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_env_file': str(env_file)})
+    assert not [header for header in Api.seen_auth if header]
+
+
+def test_missing_api_key_env_file(host):
+    host([show()], [[]])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'api_key_env_file': '/nonexistent/x.env'})
+    assert 'cannot read api_key_env_file' in e.value.args[0]['msg']
+
+
+def test_api_key_file_and_env_file_exclude_each_other(host):
+    host([show()], [[]])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'api_key_file': '/k', 'api_key_env_file': '/e'})
+    assert 'mutually exclusive' in e.value.args[0]['msg']
+
+
+@pytest.mark.parametrize('text, expected', [
+    ("A=1\nB='two words'\n", {'A': '1', 'B': 'two words'}),
+    ('# comment\n; comment\n\nC = "x\\"y"\n', {'C': 'x"y'}),
+    ("K='first'\nK='second'\n", {'K': 'second'}),
+    ("no assignment\nD=\n", {'D': ''}),
+    ("E='a=b'\n", {'E': 'a=b'}),
+])
+def test_parse_env_file(text, expected):
+    assert sglang_health.parse_env_file(text) == expected
+
+
 def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
     host([show()], [[PREFIX + 'Load weight begin.']])
     monkeypatch.setattr(sglang_health.journal, 'port_owner', lambda port, cg, pid: (False, [999]))
@@ -437,3 +482,39 @@ def test_negative_seconds_are_refused(host, name):
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', name: -1})
     assert name in e.value.args[0]['msg']
+
+
+class HealthOnly(BaseHTTPRequestHandler):
+    """A node of a multi-node SGLang with node_rank > 0: SGLang's dummy health server only."""
+    paths = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        HealthOnly.paths.append(self.path)
+        self.send_response(200 if self.path in ('/health', '/health_generate', '/ping') else 404)
+        self.send_header('Content-Length', '0')
+        self.end_headers()
+
+    do_POST = do_GET
+
+
+def test_health_check_for_a_node_without_the_api(host):
+    HealthOnly.paths = []
+    server = HTTPServer(('127.0.0.1', 0), HealthOnly)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    try:
+        host([show()], [READY[:4]])
+        with pytest.raises(ExitJson) as e:
+            run({'unit': 'sglang-qwen.service', 'base_url': 'http://127.0.0.1:%d' % server.server_address[1],
+                 'timeout': 10, 'poll_interval': 0.05, 'api_check': 'health'})
+    finally:
+        server.shutdown()
+        server.server_close()
+    result = e.value.args[0]
+    assert result['healthy'] is True and result['verdict'] == 'healthy'
+    assert result['model_id'] == '' and result['generation_text'] == ''
+    assert set(HealthOnly.paths) == {'/health'}

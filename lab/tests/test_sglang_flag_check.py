@@ -1,0 +1,225 @@
+"""The flag check (plugins/modules/sglang_flag_check.py) against the real SGLang 0.5.23.
+
+The interpreter asked is, in this order: $DDTREE_SGLANG_PYTHON; else a venv built in a tmp dir
+from lab/wheelhouse with lab/wheelhouse.lock (lab/build-wheelhouse.sh: the real sglang wheel and
+what its parser imports, torch CPU, triton; about 40 s). Skipped when neither exists. The
+DDTree-patched cases use $DDTREE_SGLANG_PATCHED_PYTHON, else the prebuilt patched wheel of the
+wheelhouse (sglang-0.5.23+<local>-*.whl), else lab/patches/sglang-0.5.23/*.patch applied to a copy
+of the upstream package, laid over the same venv through PYTHONPATH; skipped without any.
+
+The envelopes of inventory/group_vars are rendered with the collection's own sglang_argv filter,
+so a flag the real parser does not know fails here before it fails on a host.
+"""
+
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import yaml
+
+LAB = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(LAB)
+WHEELHOUSE = os.environ.get("DDTREE_LAB_WHEELHOUSE", os.path.join(LAB, "wheelhouse"))
+MODULE = os.path.join(ROOT, "plugins", "modules", "sglang_flag_check.py")
+TARGET = os.path.join(LAB, "models", "Qwen3.6-27B")
+DRAFT = os.path.join(LAB, "models", "Qwen3.6-27B-DFlash")
+SECRET = "sk-lab-0d5e3b7a91c2f4"
+DDTREE_KEYS = ("speculative_ddtree_budget", "speculative_ddtree_shadow_linear")
+ENVELOPES = ("gpu_a6000_tp2", "gpu_rtxpro6000_tp8")
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fc = _load("sglang_flag_check", MODULE)
+flags = _load("sglang_flags", os.path.join(ROOT, "plugins", "filter", "sglang_flags.py"))
+
+
+def envelope(group, drop=(), **changes):
+    with open(os.path.join(ROOT, "inventory", "group_vars", group + ".yml"), encoding="utf-8") as handle:
+        env = dict(yaml.safe_load(handle)["sglang_service_envelope"])
+    env.update(model_path=TARGET, speculative_draft_model_path=DRAFT)
+    for key in drop:
+        env.pop(key, None)
+    env.update(changes)
+    # what roles/sglang_service/vars/main.yml appends after the envelope
+    return flags.sglang_argv(env) + ["--host", "127.0.0.1", "--port", "30000"]
+
+
+def _wheels(pattern):
+    return sorted(glob.glob(os.path.join(WHEELHOUSE, pattern)))
+
+
+@pytest.fixture(scope="module")
+def sglang_python(tmp_path_factory):
+    explicit = os.environ.get("DDTREE_SGLANG_PYTHON")
+    if explicit:
+        return explicit
+    lock = os.path.join(LAB, "wheelhouse.lock")
+    # the patched wheel carries a local version (sglang-0.5.23+...), the upstream one none
+    if not (_wheels("sglang-0.5.23-*.whl") and os.path.exists(lock)):
+        pytest.skip("no real sglang wheel in %s (lab/build-wheelhouse.sh builds it) and DDTREE_SGLANG_PYTHON unset" % WHEELHOUSE)
+    venv = str(tmp_path_factory.mktemp("sglang-venv"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = os.path.join(venv, "bin", "python")
+    # `sglang==0.5.23` also matches a patched 0.5.23+<local> wheel beside it, which pip prefers
+    # and then refuses for its hash; `===` matches the upstream version string only
+    requirements = os.path.join(venv, "requirements.txt")
+    with open(lock, encoding="utf-8") as source, open(requirements, "w", encoding="utf-8") as target:
+        for line in source:
+            target.write("sglang===" + line[len("sglang=="):] if line.startswith("sglang==") else line)
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index",
+                           "--no-compile", "--find-links", WHEELHOUSE, "--require-hashes", "-r", requirements],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, "cannot build a venv from the wheelhouse: %s" % done.stderr[-2000:]
+    # the probe writes no byte code into a release; compile what it imports once, as pip would
+    # have for all of it (skipped above because that takes longer than this whole file)
+    _compile_imports(python)
+    return python
+
+
+def _compile_imports(python, **env):
+    env = dict(os.environ, **env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # scripts/test.sh sets it
+    subprocess.run([python, "-c", "import sglang.srt.server_args, sglang.srt.speculative.spec_info"],
+                   capture_output=True, check=True, env=env)
+
+
+def _site_packages(python):
+    code = "import os, sglang; print(os.path.dirname(os.path.dirname(sglang.__file__)))"
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _apply_patches(patches, overlay):
+    for patch in patches:
+        # the series may be rooted at the package (a/sglang/...) or at the repository (a/python/sglang/...)
+        for strip in ("-p1", "-p2"):
+            dry = subprocess.run(["patch", "--dry-run", "-s", strip, "-d", overlay, "-i", patch],
+                                 capture_output=True, text=True, check=False)
+            if dry.returncode == 0:
+                subprocess.run(["patch", "-s", strip, "-d", overlay, "-i", patch], check=True)
+                break
+        else:
+            pytest.fail("%s does not apply to sglang 0.5.23: %s" % (patch, dry.stdout + dry.stderr))
+
+
+@pytest.fixture(scope="module")
+def patched(sglang_python, tmp_path_factory):
+    """(python, env) of an interpreter whose sglang has the DDTree patch.
+
+    The prebuilt patched wheel, else the patch series applied to a copy of the upstream package,
+    is laid over the upstream venv: PYTHONPATH comes before site-packages, so it wins.
+    """
+    explicit = os.environ.get("DDTREE_SGLANG_PATCHED_PYTHON")
+    if explicit:
+        return explicit, {}
+    wheels = _wheels("sglang-0.5.23+*.whl")
+    patches = sorted(glob.glob(os.path.join(LAB, "patches", "sglang-0.5.23", "*.patch")))
+    overlay = str(tmp_path_factory.mktemp("sglang-patched"))
+    if wheels:
+        with zipfile.ZipFile(wheels[-1]) as wheel:
+            wheel.extractall(overlay)
+    elif patches:
+        shutil.copytree(os.path.join(_site_packages(sglang_python), "sglang"), os.path.join(overlay, "sglang"))
+        _apply_patches(patches, overlay)
+    else:
+        pytest.skip("no DDTree-patched sglang: no sglang-0.5.23+*.whl in %s, no lab/patches/sglang-0.5.23/*.patch, "
+                    "DDTREE_SGLANG_PATCHED_PYTHON unset" % WHEELHOUSE)
+    _compile_imports(sglang_python, PYTHONPATH=overlay)
+    return sglang_python, {"PYTHONPATH": overlay}
+
+
+def _run(args, data, cwd, environ_update):
+    """What AnsibleModule.run_command does for the probe, without a module."""
+    done = subprocess.run(args, input=data, cwd=cwd, env=dict(os.environ, **environ_update),
+                          capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+_ANSWERS = {}
+
+
+def check(python, argv, env=None):
+    # each probe imports torch (2-4 s); tests that ask the same question share the answer
+    key = (python, tuple(argv), tuple(sorted((env or {}).items())))
+    if key not in _ANSWERS:
+        _ANSWERS[key] = fc.run_probe(_run, shutil.which("timeout"), python, argv, environment=env, timeout=120)
+    return _ANSWERS[key]
+
+
+# --- upstream sglang 0.5.23: what the real parser says about the lab's envelopes --------------
+
+@pytest.mark.parametrize("group", ENVELOPES)
+def test_upstream_refuses_exactly_the_ddtree_flags(sglang_python, group):
+    answer = check(sglang_python, envelope(group))
+    assert answer["sglang_version"] == "0.5.23" and answer["valid"] is False
+    ddtree_flags = ["--" + key.replace("_", "-") for key in DDTREE_KEYS]
+    assert answer["unknown_flags"] == [flag for flag in ddtree_flags if flag in envelope(group)]
+    assert answer["error"].startswith("sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 16")
+
+
+@pytest.mark.parametrize("group", ENVELOPES)
+def test_upstream_takes_every_other_envelope_flag(sglang_python, group):
+    # DFLASH stands in for DDTREE, which only the patch registers
+    answer = check(sglang_python, envelope(group, drop=DDTREE_KEYS, speculative_algorithm="DFLASH"))
+    assert answer["valid"] is True, answer
+    assert answer["checks"] == ["argparse", "server_args", "speculative_algorithm"]
+    assert answer["server_args"]["model_path"] == TARGET and answer["server_args"]["speculative_algorithm"] == "DFLASH"
+
+
+def test_upstream_refuses_the_ddtree_algorithm(sglang_python):
+    answer = check(sglang_python, envelope("gpu_rtxpro6000_tp8", drop=DDTREE_KEYS))
+    assert answer["valid"] is False and answer["unknown_flags"] == []
+    assert answer["error"] == "Unknown speculative algorithm name: DDTREE"
+    msg = fc.build_message(answer, answer["prefix"])
+    assert msg.startswith("The installed sglang 0.5.23 in %s refuses --speculative-algorithm DDTREE: " % answer["prefix"])
+
+
+def test_upstream_warns_about_the_deprecated_cuda_graph_flag(sglang_python):
+    answer = check(sglang_python, envelope("gpu_a6000_tp2", drop=DDTREE_KEYS, speculative_algorithm="DFLASH"))
+    assert any("'--disable-cuda-graph' is deprecated" in text for text in answer["warnings"]), answer["warnings"]
+
+
+def test_upstream_refuses_a_bad_choice(sglang_python):
+    answer = check(sglang_python, ["--model-path", TARGET, "--load-format", "nope", "--tp-size", "two"])
+    assert answer["error"].startswith("sglang serve: error: argument --load-format: invalid choice: 'nope' (choose from 'auto', ")
+
+
+def test_module_end_to_end_masks_the_api_key(sglang_python, tmp_path):
+    args = tmp_path / "args.json"
+    argv = envelope("gpu_a6000_tp2") + ["--api-key", SECRET]
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"python": sglang_python, "argv": argv}}))
+    done = subprocess.run([sys.executable, MODULE, str(args)], capture_output=True, text=True, timeout=120, check=False)
+    assert SECRET not in done.stdout and SECRET not in done.stderr
+    result = json.loads(done.stdout)
+    assert result["failed"] is True and result["argv"][-2:] == ["--api-key", "********"]
+    assert result["msg"].startswith("The installed sglang 0.5.23 in ")
+    assert "does not know --speculative-ddtree-budget, --speculative-ddtree-shadow-linear: " in result["msg"]
+    assert result["msg"].endswith("(refused before the service was touched)")
+
+
+# --- the DDTree-patched build ------------------------------------------------------------------
+
+@pytest.mark.parametrize("group", ENVELOPES)
+def test_patched_takes_the_envelopes(patched, group):
+    python, env = patched
+    answer = check(python, envelope(group), env)
+    assert answer["valid"] is True, answer
+    assert answer["server_args"]["speculative_algorithm"] == "DDTREE"
+    assert answer["server_args"]["speculative_ddtree_budget"] == 16
+
+
+def test_patched_still_refuses_a_bad_budget(patched):
+    python, env = patched
+    answer = check(python, envelope("gpu_a6000_tp2", speculative_ddtree_budget="many"), env)
+    assert answer["valid"] is False and "--speculative-ddtree-budget" in answer["error"]

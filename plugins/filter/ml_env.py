@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pins and release ids of the ml-env (controller side, pure functions).
+
+A pin is ``{name, version, sha256}`` for a wheel. Every wheel goes to pip as
+``name===version --hash=sha256:<hex>`` with ``--require-hashes --no-deps``, so a changed file in a
+wheelhouse is refused by pip itself and nothing is resolved behind the pins' back. ``===`` and not
+``==``: under PEP 440 ``==0.5.23`` also matches a local build ``0.5.23+ddtree.1`` in the same
+wheelhouse, which pip would prefer and then refuse for its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from ansible.errors import AnsibleFilterError
+
+SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
+# PEP 508 distribution names and PEP 440 versions, loosely: enough to keep shell and pip
+# option syntax out of a requirements line.
+NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
+VERSION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
+
+
+def pin_problems(pins, variable='pins', allow_unpinned=False):
+    """Every problem of a pin list, as sentences naming the variable and the entry."""
+    if not isinstance(pins, list):
+        return ['%s must be a list of {name, version, sha256}, got %s' % (variable, type(pins).__name__)]
+    problems = []
+    seen = set()
+    for index, pin in enumerate(pins):
+        where = '%s[%d]' % (variable, index)
+        if not isinstance(pin, dict):
+            problems.append('%s must be a dict {name, version, sha256}, got %r' % (where, pin))
+            continue
+        unknown = sorted(set(pin) - {'name', 'version', 'sha256'})
+        if unknown:
+            problems.append('%s has unknown keys %s (allowed: name, version, sha256)' % (where, ', '.join(unknown)))
+        name = pin.get('name')
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            problems.append('%s.name must be a distribution name such as "sglang", got %r' % (where, name))
+        elif name.lower().replace('_', '-') in seen:
+            problems.append('%s pins %s a second time' % (where, name))
+        else:
+            seen.add(name.lower().replace('_', '-'))
+        version = pin.get('version')
+        if not isinstance(version, str) or not VERSION_RE.match(version):
+            problems.append('%s.version must be an exact version string such as "0.5.23", got %r' % (where, version))
+        digest = pin.get('sha256')
+        if digest is None or digest == '':
+            if not allow_unpinned:
+                problems.append('%s (%s) has no sha256: every artifact must be pinned '
+                                '(ml_env_allow_unpinned: true accepts unpinned ones)' % (where, name))
+        elif not isinstance(digest, str) or not SHA256_RE.match(digest):
+            problems.append('%s.sha256 must be 64 lowercase hex digits, got %r' % (where, digest))
+    return problems
+
+
+def ml_env_requirements(pins, variable='pins', allow_unpinned=False):
+    """A pip requirements file for the pins; refuses the whole list on any problem."""
+    problems = pin_problems(pins, variable, allow_unpinned)
+    if problems:
+        raise AnsibleFilterError('; '.join(problems))
+    lines = []
+    for pin in pins:
+        line = '%s===%s' % (pin['name'], pin['version'])
+        if pin.get('sha256'):
+            line += ' --hash=sha256:%s' % pin['sha256']
+        lines.append(line)
+    return '\n'.join(lines) + ('\n' if lines else '')
+
+
+def ml_env_release_id(inputs, length=16):
+    """Stable id of a release: same inputs, same id (key order and whitespace do not count)."""
+    try:
+        canonical = json.dumps(inputs, sort_keys=True, separators=(',', ':'), ensure_ascii=True)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('ml_env_release_id: inputs are not JSON data: %s' % exc)
+    return hashlib.sha256(canonical.encode('ascii')).hexdigest()[:int(length)]
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'ml_env_requirements': ml_env_requirements,
+            'ml_env_release_id': ml_env_release_id,
+        }

@@ -1,0 +1,483 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: ml_env_probe
+short_description: Probe an ml-env release's Python for ABI mismatches, CUDA and the GPU's compute capability
+version_added: "0.2.0"
+description:
+  - Runs the release's interpreter I(python) in a subprocess with a small probe script that imports
+    each module of I(imports) on its own and reports C(torch.__version__), C(torch.version.cuda),
+    C(torch.cuda.is_available()), the device count, each device's name, memory and compute
+    capability, the CUDA architectures torch was built for, and a one-element CUDA operation.
+  - An import that fails with the dynamic loader's C(undefined symbol) is an C(abi_mismatch) naming
+    the import, the installed distribution that owns it and the symbol (a C++ symbol of torch's
+    C(c10)/C(at)/C(torch) namespaces means the wheel was built against another torch). Other import
+    failures are C(import_error); CUDA expected but unavailable is C(cuda_unavailable); a device whose
+    compute capability differs from I(expect_compute_cap), or for which torch holds no kernels, is
+    C(capability_mismatch); an interpreter that cannot be run, hangs past I(timeout) or dies is
+    C(probe_failed) (or C(import_error) when it died inside an import).
+  - Fails with a message an operator can act on when anything is wrong, and returns the same
+    structured result either way. Never changes anything.
+  - Each import runs in the same interpreter, one after the other, so an import that crashes the
+    interpreter ends the probe; the result then names that import.
+author:
+  - ddtree.sglang maintainers (@ddtree)
+options:
+  python:
+    description:
+      - The interpreter of the release to probe, for example C(/opt/ddtree/ml-env/releases/<id>/bin/python).
+      - It runs isolated (C(-I)), from C(/), so neither C(PYTHONPATH) nor the working directory can
+        hide what the release itself holds.
+    type: path
+    required: true
+  imports:
+    description:
+      - Module names to import, in order, each on its own, for example C([torch, sgl_kernel, flashinfer]).
+      - torch is looked at in any case for the CUDA report; list it to make its import failure count.
+    type: list
+    elements: str
+    default: []
+  expect_cuda:
+    description:
+      - Whether torch must see CUDA and at least one GPU.
+      - Default true when C(/dev/nvidiactl) exists or C(/proc/driver/nvidia/gpus) lists a GPU, otherwise false.
+    type: bool
+  expect_compute_cap:
+    description:
+      - Compute capability every visible GPU must have, for example C(9.0) (the one the matrix entry was chosen for).
+      - Only checked on GPUs torch sees.
+    type: str
+  timeout:
+    description: Seconds the probe may take before it is killed (a cold torch import can take a minute).
+    type: int
+    default: 300
+notes:
+  - The probe script needs only the standard library of the release's Python (3.8 or later; the owning
+    distribution is found with C(importlib.metadata.packages_distributions), Python 3.10 or later).
+  - Where C(c++filt) is installed, an undefined symbol is also returned demangled.
+seealso:
+  - module: ddtree.sglang.gpu_facts
+attributes:
+  check_mode:
+    description: Runs in check mode; it only reads, so it does the same as without.
+    support: full
+  diff_mode:
+    description: Returns no diff; nothing is changed.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Probe the new release
+  ddtree.sglang.ml_env_probe:
+    python: "{{ ml_env_release.python }}"
+    imports: [torch, sgl_kernel, flashinfer]
+    expect_cuda: true
+    expect_compute_cap: "{{ gpu_facts.gpus[0].compute_cap }}"
+
+- name: Probe, keep the result, decide afterwards
+  ddtree.sglang.ml_env_probe:
+    python: /usr/bin/python3
+    imports: [torch]
+  register: probe
+  failed_when: false
+
+- name: Show what was found
+  ansible.builtin.debug:
+    msg: "torch {{ probe.torch.version }} CUDA {{ probe.torch.cuda }}: {{ probe.msg | default('ok', true) }}"
+'''
+
+RETURN = r'''
+ok:
+  description: True when every import succeeded and CUDA and the GPUs are as expected.
+  returned: always
+  type: bool
+  sample: false
+cause:
+  description: >-
+    Cause of the first failure (C(abi_mismatch), C(import_error), C(cuda_unavailable),
+    C(capability_mismatch), C(probe_failed)); null when I(ok).
+  returned: always
+  type: str
+  sample: abi_mismatch
+msg:
+  description: What is wrong and what to do, one sentence per failure; C(probe ok) when I(ok).
+  returned: always
+  type: str
+  sample: "ABI mismatch in the release at /opt/ddtree/ml-env/releases/0123456789abcdef: import sgl_kernel
+    (package sglang-kernel 0.4.10) needs symbol _ZN3c1017RegisterOperatorsD1Ev that the installed torch
+    2.11.0+cu130 does not export: the overlay's wheels were built against another torch; ..."
+failures:
+  description: Every failure, imports first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    cause:
+      description: One of the causes above.
+      type: str
+    msg:
+      description: The operator's sentence for this failure.
+      type: str
+    import:
+      description: The import concerned, if any.
+      type: str
+    distributions:
+      description: Installed distributions that provide the import's top-level package (C(name), C(version)).
+      type: list
+      elements: dict
+    symbol:
+      description: The undefined symbol (C(abi_mismatch)).
+      type: str
+    symbol_demangled:
+      description: The symbol through C(c++filt), where installed.
+      type: str
+    library:
+      description: The shared library that needs the symbol (C(abi_mismatch)).
+      type: str
+    error:
+      description: The exception or warning text.
+      type: str
+    device:
+      description: GPU index (C(capability_mismatch)).
+      type: int
+  sample:
+    - cause: abi_mismatch
+      import: sgl_kernel
+      symbol: _ZN3c1017RegisterOperatorsD1Ev
+      distributions: [{name: sglang-kernel, version: 0.4.10}]
+python:
+  description: The probed interpreter (C(executable), C(version), C(prefix)); null when it did not start.
+  returned: always
+  type: dict
+  sample: {executable: /opt/ddtree/ml-env/releases/0123456789abcdef/bin/python, version: "3.12.3", prefix: /opt/ddtree/ml-env/releases/0123456789abcdef}
+imports:
+  description: One entry per import in I(imports), in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Module name.
+      type: str
+    ok:
+      description: Whether it imported.
+      type: bool
+    version:
+      description: The module's C(__version__), if any.
+      type: str
+    distributions:
+      description: Installed distributions providing its top-level package (C(name), C(version)).
+      type: list
+      elements: dict
+    error_type:
+      description: Exception class of a failed import.
+      type: str
+    error:
+      description: Exception text of a failed import.
+      type: str
+    traceback:
+      description: End of the failed import's traceback.
+      type: str
+    library:
+      description: The shared library named by an C(undefined symbol) error.
+      type: str
+    library_distribution:
+      description: The installed distribution whose files hold that library (C(name), C(version)).
+      type: dict
+    seconds:
+      description: Time the import took.
+      type: float
+torch:
+  description: What torch reports; null when the probe did not get that far.
+  returned: always
+  type: dict
+  contains:
+    version:
+      description: C(torch.__version__); null when torch cannot be imported.
+      type: str
+      sample: 2.11.0+cu130
+    distribution_version:
+      description: Version of the installed torch distribution (also when its import fails).
+      type: str
+    cuda:
+      description: C(torch.version.cuda), the CUDA torch was built with; null for a CPU build.
+      type: str
+      sample: "13.0"
+    cuda_available:
+      description: C(torch.cuda.is_available()).
+      type: bool
+    cuda_warning:
+      description: The warning torch gave while looking for CUDA, if any (for example a driver too old).
+      type: str
+    device_count:
+      description: C(torch.cuda.device_count()).
+      type: int
+    arch_list:
+      description: C(torch.cuda.get_arch_list()), the GPU architectures torch holds kernels for.
+      type: list
+      elements: str
+    devices:
+      description: One entry per visible GPU (C(index), C(name), C(capability) such as C(9.0), C(total_memory_mib), C(multi_processor_count)).
+      type: list
+      elements: dict
+    smoke:
+      description: A one-element CUDA operation on GPU 0 (C(ok), C(error)); absent without a GPU.
+      type: dict
+    error:
+      description: Why torch could not be imported.
+      type: str
+expect_cuda:
+  description: Whether CUDA was expected (the option, or what the host's device files said).
+  returned: always
+  type: bool
+expect_cuda_reason:
+  description: Where I(expect_cuda) came from.
+  returned: always
+  type: str
+  sample: /dev/nvidiactl exists
+elapsed_s:
+  description: Seconds the probe ran.
+  returned: always
+  type: float
+stderr_tail:
+  description: Last lines the interpreter wrote to stderr (imports' own output goes there too).
+  returned: always
+  type: str
+'''
+
+import glob
+import os
+import signal
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ddtree.sglang.plugins.module_utils.ml_env_probe import (
+    MARKER, judge, parse_probe_output, summary)
+
+# Runs inside the release's interpreter: standard library only, Python 3.8+. Findings go to a
+# duplicate of the original stdout; stdout itself is pointed at stderr so that output of the
+# imported packages (C extensions included) never lands between the marker lines.
+PROBE_SCRIPT = r'''
+import importlib, json, os, sys, time, traceback, warnings
+MARKER = sys.argv[1]
+IMPORTS = json.loads(sys.argv[2])
+WANT_SMOKE = sys.argv[3] == '1'
+_out = os.fdopen(os.dup(1), 'w')
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+def emit(event, **kw):
+    kw['event'] = event
+    _out.write(MARKER + json.dumps(kw, default=str) + '\n')
+    _out.flush()
+
+
+try:
+    from importlib import metadata as _md
+except ImportError:
+    _md = None
+_owners = None
+
+
+def dist_version(name):
+    try:
+        return _md.version(name) if _md else None
+    except Exception:
+        return None
+
+
+def owners(module_name):
+    global _owners
+    if _owners is None:
+        try:
+            _owners = _md.packages_distributions()
+        except Exception:
+            _owners = {}
+    names = sorted(set(_owners.get(module_name.split('.')[0], [])))
+    return [{'name': n, 'version': dist_version(n)} for n in names]
+
+
+def library_owner(path):
+    try:
+        real = os.path.realpath(path)
+        for dist in _md.distributions():
+            for f in dist.files or []:
+                if str(f).endswith(os.path.basename(real)) and os.path.realpath(str(dist.locate_file(f))) == real:
+                    name = dist.metadata['Name']
+                    return {'name': name, 'version': dist.version}
+    except Exception:
+        pass
+    return None
+
+
+emit('start', executable=sys.executable, version=sys.version.split()[0], prefix=sys.prefix)
+for name in IMPORTS:
+    emit('step', name=name)
+    began = time.time()
+    rec = {'name': name}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            mod = importlib.import_module(name)
+        version = getattr(mod, '__version__', None)
+        rec.update(ok=True, version=None if version is None else str(version), file=getattr(mod, '__file__', None))
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        rec.update(ok=False, error_type=type(e).__name__, error=str(e)[:4000],
+                   traceback=traceback.format_exc()[-4000:])
+        text = rec['error'] + rec['traceback']
+        at = text.find(': undefined symbol')
+        if at > 0:
+            lib = text[:at].split()[-1].strip('\'"')
+            if lib.startswith('/'):
+                rec['library'] = lib
+                rec['library_distribution'] = library_owner(lib)
+    rec['distributions'] = owners(name)
+    rec['seconds'] = round(time.time() - began, 3)
+    emit('import', **rec)
+
+emit('step', name='torch report')
+t = {'distribution_version': dist_version('torch'), 'version': None, 'cuda': None, 'cuda_available': False,
+     'cuda_warning': None, 'device_count': 0, 'arch_list': [], 'devices': [], 'error': None}
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        import torch
+    t['version'] = str(torch.__version__)
+    t['cuda'] = torch.version.cuda
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter('always')
+        t['cuda_available'] = bool(torch.cuda.is_available())
+    t['cuda_warning'] = '; '.join(str(w.message) for w in seen)[:2000] or None
+    t['device_count'] = torch.cuda.device_count() if t['cuda_available'] else 0
+    t['arch_list'] = list(torch.cuda.get_arch_list()) if t['cuda_available'] else []
+    devices = []
+    for i in range(t['device_count']):
+        p = torch.cuda.get_device_properties(i)
+        devices.append({'index': i, 'name': p.name, 'capability': '%d.%d' % (p.major, p.minor),
+                        'total_memory_mib': int(p.total_memory // (1024 * 1024)),
+                        'multi_processor_count': p.multi_processor_count})
+    t['devices'] = devices
+    if devices and WANT_SMOKE:
+        try:
+            x = torch.ones(8, device='cuda:0')
+            value = float((x * 2).sum().item())
+            torch.cuda.synchronize()
+            t['smoke'] = {'ok': value == 16.0, 'error': None if value == 16.0 else 'got %r, expected 16.0' % value}
+        except Exception as e:
+            t['smoke'] = {'ok': False, 'error': '%s: %s' % (type(e).__name__, str(e)[:2000])}
+except BaseException as e:
+    if isinstance(e, KeyboardInterrupt):
+        raise
+    if t['distribution_version'] is not None or not isinstance(e, ImportError):
+        t['error'] = '%s: %s' % (type(e).__name__, str(e)[:2000])
+emit('torch', **t)
+emit('done')
+'''
+
+
+def _auto_expect_cuda():
+    if os.path.exists('/dev/nvidiactl'):
+        return True, '/dev/nvidiactl exists'
+    if glob.glob('/proc/driver/nvidia/gpus/*'):
+        return True, '/proc/driver/nvidia/gpus lists a GPU'
+    return False, 'no /dev/nvidiactl and no GPU under /proc/driver/nvidia/gpus'
+
+
+def _where(python):
+    root = os.path.dirname(os.path.dirname(python))
+    if os.path.exists(os.path.join(root, 'pyvenv.cfg')):
+        return 'the release at %s' % root
+    return 'the environment of %s' % python
+
+
+def _run(module, argv, timeout):
+    """(rc, stdout, stderr, timed_out).
+
+    GNU timeout runs the probe in a process group of its own and signals the whole group, so a hung
+    import's children go too; a host without it runs the probe unbounded.
+    """
+    limiter = module.get_bin_path('timeout')
+    if limiter:
+        argv = [limiter, '--kill-after=10', str(timeout)] + argv
+    rc, out, err = module.run_command(argv, cwd='/')
+    return rc, out, err, bool(limiter) and rc in (124, 137)
+
+
+def _exit_text(rc, timed_out, timeout):
+    if timed_out:
+        return 'after the %d s timeout' % timeout
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = 'signal %d' % -rc
+        return 'when it was killed by %s (rc %d)' % (name, rc)
+    return 'with exit code %s before reporting' % rc
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type='path', required=True),
+            imports=dict(type='list', elements='str', default=[]),
+            expect_cuda=dict(type='bool'),
+            expect_compute_cap=dict(type='str'),
+            timeout=dict(type='int', default=300),
+        ),
+        supports_check_mode=True,
+    )
+    python = module.params['python']
+    imports = module.params['imports']
+    expect_cuda = module.params['expect_cuda']
+    if expect_cuda is None:
+        expect_cuda, reason = _auto_expect_cuda()
+    else:
+        reason = 'the expect_cuda option'
+    result = dict(changed=False, ok=False, cause=None, failures=[], python=None, imports=[], torch=None,
+                  expect_cuda=expect_cuda, expect_cuda_reason=reason, elapsed_s=0.0, stderr_tail='')
+
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        failure = {'cause': 'probe_failed',
+                   'msg': 'the interpreter %s does not exist or is not executable: the release was not built '
+                          '(or python points elsewhere)' % python}
+        result.update(cause='probe_failed', failures=[failure])
+        module.fail_json(msg=failure['msg'], **result)
+
+    timeout = module.params['timeout']
+    # expect_cuda decides the smoke operation: a lab host's CPU torch must not be asked for a GPU
+    argv = [python, '-I', '-c', PROBE_SCRIPT, MARKER, module.jsonify(imports), '1' if expect_cuda else '0']
+    began = time.time()
+    rc, out, err, timed_out = _run(module, argv, timeout)
+    result['elapsed_s'] = round(time.time() - began, 3)
+    result['stderr_tail'] = '\n'.join(err.splitlines()[-40:])
+
+    report, in_progress = parse_probe_output(out)
+    where = _where(python)
+    failures = judge(report, imports, expect_cuda, module.params['expect_compute_cap'], where, in_progress,
+                     _exit_text(rc, timed_out, timeout))
+    demangler = module.get_bin_path('c++filt')
+    for failure in failures:
+        if failure.get('symbol') and demangler:
+            d_rc, d_out, dummy = module.run_command([demangler, failure['symbol']])
+            if d_rc == 0 and d_out.strip() and d_out.strip() != failure['symbol']:
+                failure['symbol_demangled'] = d_out.strip()
+    result.update(python=report['python'], imports=report['imports'], torch=report['torch'], failures=failures,
+                  ok=not failures, cause=failures[0]['cause'] if failures else None)
+    if failures:
+        module.fail_json(msg=summary(failures), **result)
+    module.exit_json(msg='probe ok', **result)
+
+
+if __name__ == '__main__':
+    main()

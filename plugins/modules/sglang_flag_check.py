@@ -1,0 +1,673 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_flag_check
+short_description: Validate SGLang server flags with the argument parser of the installed SGLang
+version_added: "0.2.0"
+description:
+  - Asks the SGLang installed in an ml-env release whether it accepts a server command line,
+    before a unit that uses it is (re)started. An unknown flag, a bad choice or value, or a DDTree
+    flag or algorithm missing from the build is refused while the running service is untouched.
+  - Runs O(python) in a subprocess with a small probe script that does what
+    C(python -m sglang.launch_server) does before it starts anything, in the same order. First
+    C(sglang.srt.plugins.load_plugins()) (plugins may extend the parser), then
+    C(prepare_server_args(argv)) from O(module), which builds SGLang's own argparse parser
+    (C(ServerArgs.add_cli_args)), merges a C(--config) file, parses the flags and builds the
+    C(ServerArgs) record.
+  - Then, without a GPU, the probe resolves C(--speculative-algorithm) with
+    C(SpeculativeAlgorithm.from_string), the lookup SGLang's start-up does, so a name the build
+    neither has built in nor registers (C(DDTREE) without the DDTree patch) is refused too.
+  - Not run is SGLang's resolution pipeline C(ServerArgs.resolve_once()), which in SGLang 0.5.23
+    holds what C(ServerArgs.__post_init__) did in older releases (defaults from GPU memory, the
+    model's config read through C(transformers), attention backends, memory-pool and speculative
+    consistency checks), which needs the host's GPUs and the model. Its errors still show at
+    start-up, where the verdict (M(ddtree.sglang.sglang_health)) names them.
+  - For an older SGLang whose C(ServerArgs) resolves while it is built (no C(resolve_once)),
+    the probe only parses the flags with the parser and does not build the record; the result's
+    RV(checks) and RV(checks_skipped) say what ran.
+  - Log records at WARNING and above and C(warnings.warn) messages emitted while SGLang parses
+    (for example a deprecated flag) are returned in RV(sglang_warnings) and shown as warnings
+    of the task.
+  - Secrets never leave the host in the output. The values of C(--api-key), C(--admin-api-key),
+    C(--ssl-keyfile-password), C(--watermark-config) and of any flag whose name holds the word
+    C(password), C(secret) or C(token) are masked in every returned string, including the
+    echoed O(argv) and the invocation, and the module does not log its arguments to the host's
+    journal. The probe gets the flags on its standard input, never on its command line.
+  - Only reads; runs the same in check mode, except that an interpreter that does not exist yet
+    (a release a check-mode run did not build) makes the task skipped instead of failed.
+author:
+  - ddtree.sglang maintainers (@ddtree)
+options:
+  python:
+    description:
+      - Interpreter of the release whose SGLang is asked, normally C(<release>/bin/python)
+        (the C(ml_env_release.python) fact).
+    type: path
+    required: true
+  argv:
+    description:
+      - The server's flags, exactly as the unit passes them after C(python -m <launcher module>)
+        (without the interpreter, C(-m) and the module).
+    type: list
+    elements: str
+    required: true
+  module:
+    description:
+      - Python module that provides C(prepare_server_args) and C(ServerArgs).
+    type: str
+    default: sglang.srt.server_args
+  env:
+    description:
+      - Extra environment variables for the probe, normally the unit's C(Environment=) entries
+        (a few SGLang parser choices depend on C(SGLANG_*) variables). C(EnvironmentFile=) files
+        are not read.
+    type: dict
+    default: {}
+  timeout:
+    description:
+      - Seconds the probe may take (importing torch on a cold host takes a while).
+    type: int
+    default: 180
+  fail_on_invalid:
+    description:
+      - Fail the task when SGLang refuses the flags. With C(false) the task returns
+        RV(valid=false) and the reasons instead. A probe that cannot run at all (no interpreter,
+        no SGLang) fails either way.
+    type: bool
+    default: true
+notes:
+  - The probe writes no byte code into the release (C(PYTHONDONTWRITEBYTECODE=1)) and runs in a
+    fresh private temporary directory, so the release's files are not changed.
+seealso:
+  - module: ddtree.sglang.sglang_health
+attributes:
+  check_mode:
+    description: Can run in check mode; it only reads. A release not built yet is skipped there.
+    support: full
+  diff_mode:
+    description: Returns no diff; nothing is changed.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Ask the release's SGLang about the unit's flags
+  ddtree.sglang.sglang_flag_check:
+    python: "{{ ml_env_release.python }}"
+    argv:
+      - --model-path
+      - /root/models/Qwen3.6-27B
+      - --tp-size
+      - "2"
+      - --speculative-algorithm
+      - DDTREE
+      - --speculative-ddtree-budget
+      - "16"
+
+- name: Check without failing, then decide
+  ddtree.sglang.sglang_flag_check:
+    python: /opt/ddtree/ml-env/current/bin/python
+    argv: "{{ sglang_service_argv[3:] }}"
+    fail_on_invalid: false
+  register: flag_check
+
+- name: Report flags the build does not know
+  ansible.builtin.debug:
+    msg: "unknown to sglang {{ flag_check.sglang_version }}: {{ flag_check.unknown_flags | join(', ') }}"
+  when: not flag_check.valid
+'''
+
+RETURN = r'''
+valid:
+  description: Whether the installed SGLang accepts the flags.
+  returned: always
+  type: bool
+  sample: false
+unknown_flags:
+  description: Flags the installed parser does not know, in the order of O(argv) (only the flag, not its value).
+  returned: always
+  type: list
+  elements: str
+  sample: ["--speculative-ddtree-budget"]
+error:
+  description:
+    - Why SGLang refuses the flags, as it would say it at start-up; null when valid.
+    - "For the parser, argparse's line (C(sglang serve: error: unrecognized arguments ...),
+      C(... invalid choice ...), C(... invalid int value ...)); for the algorithm lookup, SGLang's exception text."
+  returned: always
+  type: str
+  sample: "sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 16"
+error_flag:
+  description: The flag the error is about, when it names one; null otherwise.
+  returned: always
+  type: str
+  sample: --speculative-algorithm
+sglang_warnings:
+  description:
+    - WARNING (and higher) log records and C(warnings.warn) messages SGLang emitted while parsing,
+      ANSI colours removed. Each is also shown as a warning of the task.
+  returned: always
+  type: list
+  elements: str
+  sample: ["'--disable-cuda-graph' is deprecated and will be removed in a future release. Use '--cuda-graph-backend-{decode,prefill}=disabled' instead."]
+sglang_version:
+  description: Version of the installed SGLang distribution; null when it has no metadata.
+  returned: always
+  type: str
+  sample: "0.5.23"
+server_args:
+  description:
+    - A few values as the parser produced them (before SGLang's start-up fills in defaults from the
+      GPUs and the model, so an unset C(mem_fraction_static) is null here); every
+      C(speculative_ddtree_*) value the build has is included. Empty when parsing failed.
+  returned: always
+  type: dict
+  sample: {"model_path": "/root/models/Qwen3.6-27B", "tp_size": 2, "mem_fraction_static": 0.85, "context_length": 32768,
+           "speculative_algorithm": "DDTREE", "speculative_ddtree_budget": 16}
+checks:
+  description: The checks that ran (C(argparse), C(server_args), C(speculative_algorithm)).
+  returned: always
+  type: list
+  elements: str
+  sample: ["argparse", "server_args", "speculative_algorithm"]
+checks_skipped:
+  description: Checks that could not run here, each with the reason.
+  returned: always
+  type: list
+  elements: str
+  sample: []
+release_path:
+  description: Root of the environment asked (the probe's C(sys.prefix)).
+  returned: always
+  type: str
+  sample: /opt/ddtree/ml-env/releases/3f9a0c1d2e4b5a69
+argv:
+  description: O(argv) with secret values replaced by C(********).
+  returned: always
+  type: list
+  elements: str
+  sample: ["--model-path", "/root/models/Qwen3.6-27B", "--api-key", "********"]
+'''
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+MASK = '********'
+# SGLang's own secret-bearing flags (the watermark config holds keys; SGLang redacts it too)
+SECRET_FLAGS = ('--api-key', '--admin-api-key', '--ssl-keyfile-password', '--watermark-config')
+# words, not substrings: --max-total-tokens and --tokenizer-path carry no secret
+_SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token)(?:$|-)')
+# argparse accepts a unique prefix of a flag, so `--api-k` still carries the API key
+_MIN_ABBREV = 5
+# complete SGLang flags that happen to be prefixes of a secret one (a path, not a secret)
+_NOT_SECRET = ('--ssl-keyfile',)
+RESULT_MARK = 'DDTREE_SGLANG_FLAG_CHECK '
+_ARGUMENT = re.compile(r'argument (-[^\s:/]+)')
+_NOT_RUN = ' (refused before the service was touched)'
+
+# Runs inside the release's interpreter: stdlib plus the installed SGLang, and Python 3.8 syntax.
+PROBE = r'''
+import argparse
+import importlib
+import json
+import logging
+import os
+import re
+import sys
+import warnings
+
+MARK = "DDTREE_SGLANG_FLAG_CHECK "
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+SUMMARY = ("model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "mem_fraction_static",
+           "context_length", "max_running_requests", "speculative_algorithm", "speculative_draft_model_path",
+           "speculative_num_steps", "speculative_num_draft_tokens", "host", "port")
+QUIET_CATEGORIES = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+
+
+class ParserRefused(Exception):
+    pass
+
+
+def clean(text):
+    return ANSI.sub("", str(text)).strip()
+
+
+def scrub(value, secrets):
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, "********")
+        return value
+    if isinstance(value, list):
+        return [scrub(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return dict((key, scrub(item, secrets)) for key, item in value.items())
+    return value
+
+
+def plain(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return str(value)
+
+
+class Capture(logging.Handler):
+    def __init__(self):
+        logging.Handler.__init__(self, logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        try:
+            text = record.getMessage()
+        except Exception:
+            text = str(record.msg)
+        self.messages.append(clean(text))
+
+
+def unknown_flags(parser, args):
+    known = parser._option_string_actions
+    found = []
+    for token in args:
+        if token == "--":
+            break
+        if not token.startswith("--") or len(token) < 3:
+            continue
+        name = token.split("=", 1)[0]
+        if name in known:
+            continue
+        if parser.allow_abbrev and len([flag for flag in known if flag.startswith(name)]) == 1:
+            continue
+        if name not in found:
+            found.append(name)
+    return found
+
+
+def sglang_version():
+    try:
+        from importlib.metadata import version
+        return version("sglang")
+    except Exception:
+        pass
+    try:
+        from sglang.version import __version__
+        return __version__
+    except Exception:
+        return None
+
+
+def quietly(function, *args):
+    # warnings of an import are about the environment, not about the unit's flags
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("ignore")
+        return function(*args)
+
+
+def probe(request, result, target):
+    argv = list(request["argv"])
+    server_args_class = getattr(target, "ServerArgs", None)
+    prepare = getattr(target, "prepare_server_args", None)
+    if server_args_class is None:
+        result["probe_error"] = "%s has no ServerArgs" % request["module"]
+        return
+
+    seen = {}
+    original_parse_known = argparse.ArgumentParser.parse_known_args
+    original_error = argparse.ArgumentParser.error
+    original_exit = argparse.ArgumentParser.exit
+
+    def parse_known_args(self, args=None, namespace=None):
+        seen["parser"] = self
+        seen["args"] = list(sys.argv[1:] if args is None else args)
+        parsed = original_parse_known(self, args, namespace)
+        seen["namespace"] = parsed[0]
+        return parsed
+
+    def error(self, message):
+        seen["parser"] = self
+        raise ParserRefused("%s: error: %s" % (self.prog, message))
+
+    def parser_exit(self, status=0, message=None):
+        raise ParserRefused(clean(message or "") or "the parser exited with status %s (a --help or --version flag?)" % status)
+
+    argparse.ArgumentParser.parse_known_args = parse_known_args
+    argparse.ArgumentParser.error = error
+    argparse.ArgumentParser.exit = parser_exit
+    resolves_later = hasattr(server_args_class, "resolve_once") and prepare is not None
+    try:
+        try:
+            from sglang.srt.plugins import load_plugins
+        except ImportError:
+            load_plugins = None
+        if load_plugins is not None:
+            load_plugins()
+        result["checks"].append("argparse")
+        if resolves_later:
+            prepare(argv)
+            result["checks"].append("server_args")
+        else:
+            parser = argparse.ArgumentParser(prog="sglang serve")
+            server_args_class.add_cli_args(parser)
+            parser.parse_args(argv)
+            result["checks_skipped"].append(
+                "server_args: this SGLang resolves its arguments while it builds ServerArgs "
+                "(GPU memory, the model's config), which needs the host's GPUs")
+    except ParserRefused as exc:
+        result["error"] = str(exc)
+    except SystemExit as exc:
+        result["error"] = "the parser exited with status %s" % exc.code
+    except Exception as exc:
+        result["error"] = "%s: %s" % (type(exc).__name__, clean(exc))
+    finally:
+        argparse.ArgumentParser.parse_known_args = original_parse_known
+        argparse.ArgumentParser.error = original_error
+        argparse.ArgumentParser.exit = original_exit
+
+    if "parser" in seen:
+        result["unknown_flags"] = unknown_flags(seen["parser"], seen.get("args", argv))
+    namespace = seen.get("namespace")
+    if result["error"] is None and namespace is not None:
+        values = vars(namespace)
+        for name in sorted(values):
+            if name in SUMMARY or name.startswith("speculative_ddtree"):
+                result["server_args"][name] = plain(values[name])
+        algorithm = values.get("speculative_algorithm")
+        if algorithm:
+            try:
+                SpeculativeAlgorithm = quietly(importlib.import_module, "sglang.srt.speculative.spec_info").SpeculativeAlgorithm
+            except Exception as exc:
+                result["checks_skipped"].append(
+                    "speculative_algorithm: cannot import sglang.srt.speculative.spec_info: %s: %s"
+                    % (type(exc).__name__, clean(exc)))
+            else:
+                result["checks"].append("speculative_algorithm")
+                try:
+                    SpeculativeAlgorithm.from_string(algorithm)
+                except Exception as exc:
+                    result["error"] = clean(exc) or type(exc).__name__
+                    result["error_flag"] = "--speculative-algorithm"
+                    result["error_value"] = algorithm
+    result["valid"] = result["error"] is None and not result["unknown_flags"]
+
+
+def main():
+    request = json.loads(sys.stdin.read())
+    answer = os.fdopen(os.dup(1), "w")
+    # whatever SGLang prints goes to stderr; stdout carries only the answer
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    result = {"valid": False, "unknown_flags": [], "error": None, "error_flag": None, "error_value": None,
+              "warnings": [], "sglang_version": None, "server_args": {}, "checks": [], "checks_skipped": [],
+              "prefix": sys.prefix, "probe_error": None}
+    result["sglang_version"] = sglang_version()
+    try:
+        target = quietly(importlib.import_module, request["module"])
+    except BaseException as exc:
+        result["probe_error"] = "cannot import %s: %s: %s" % (request["module"], type(exc).__name__, clean(exc))
+        answer.write(MARK + json.dumps(result, default=str) + "\n")
+        answer.flush()
+        return
+    capture = Capture()
+    root = logging.getLogger()
+    root.addHandler(capture)
+    original_basic_config = logging.basicConfig
+
+    def basic_config(*args, **kwargs):
+        # prepare_server_args calls basicConfig(force=True), which drops every root handler
+        original_basic_config(*args, **kwargs)
+        if capture not in root.handlers:
+            root.addHandler(capture)
+
+    logging.basicConfig = basic_config
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            probe(request, result, target)
+        except BaseException as exc:
+            result["probe_error"] = "%s: %s" % (type(exc).__name__, clean(exc))
+    logging.basicConfig = original_basic_config
+    root.removeHandler(capture)
+    messages = list(capture.messages)
+    for item in caught:
+        if issubclass(item.category, QUIET_CATEGORIES) and "sglang" not in str(item.filename):
+            continue
+        messages.append("%s: %s" % (item.category.__name__, clean(item.message)))
+    for text in messages:
+        if text and text not in result["warnings"]:
+            result["warnings"].append(text)
+    result = scrub(result, [s for s in request.get("secrets", []) if s])
+    answer.write(MARK + json.dumps(result, default=str) + "\n")
+    answer.flush()
+
+
+main()
+'''
+
+
+class ProbeError(Exception):
+    """The probe did not answer: no interpreter, a crash, a timeout, output that is no answer."""
+
+
+def is_secret_flag(flag):
+    name = flag.split('=', 1)[0]
+    if not name.startswith('--') or len(name) < 3 or name in _NOT_SECRET:
+        return False
+    if name in SECRET_FLAGS or _SECRET_WORD.search(name[2:]):
+        return True
+    return len(name) >= _MIN_ABBREV and any(secret.startswith(name) for secret in SECRET_FLAGS)
+
+
+def secret_values(argv):
+    """Values of secret flags in argv (both `--flag value` and `--flag=value`)."""
+    secrets = []
+    tokens = list(argv)
+    for i, token in enumerate(tokens):
+        if not is_secret_flag(token):
+            continue
+        if '=' in token:
+            value = token.split('=', 1)[1]
+        elif i + 1 < len(tokens):
+            value = tokens[i + 1]
+        else:
+            continue
+        if value and value not in secrets:
+            secrets.append(value)
+    return secrets
+
+
+def mask_argv(argv):
+    masked = []
+    mask_next = False
+    for token in argv:
+        if mask_next:
+            masked.append(MASK)
+            mask_next = False
+        elif is_secret_flag(token) and '=' in token:
+            masked.append(token.split('=', 1)[0] + '=' + MASK)
+        elif is_secret_flag(token):
+            masked.append(token)
+            mask_next = True
+        else:
+            masked.append(token)
+    return masked
+
+
+def scrub(value, secrets):
+    """Replace every secret in every string of a nested value with the mask."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret:
+                value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, list):
+        return [scrub(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return dict((key, scrub(item, secrets)) for key, item in value.items())
+    return value
+
+
+def parse_probe_output(stdout):
+    """The probe's answer: the JSON after the last result mark on stdout."""
+    for line in reversed((stdout or '').splitlines()):
+        if line.startswith(RESULT_MARK):
+            try:
+                answer = json.loads(line[len(RESULT_MARK):])
+            except ValueError as exc:
+                raise ProbeError('the probe answered something that is not JSON: %s' % exc)
+            if not isinstance(answer, dict) or 'valid' not in answer:
+                raise ProbeError('the probe answered without a verdict: %r' % (answer,))
+            return answer
+    raise ProbeError('the probe gave no answer')
+
+
+def release_of(python, prefix=None):
+    """Where the interpreter's environment lives: the probe's sys.prefix, else <dir>/bin/python's <dir>."""
+    if prefix:
+        return prefix
+    bindir = os.path.dirname(python)
+    if os.path.basename(bindir) == 'bin':
+        return os.path.dirname(bindir)
+    return bindir or python
+
+
+def error_flag_of(error):
+    found = _ARGUMENT.search(error or '')
+    return found.group(1) if found else None
+
+
+def build_message(result, release):
+    """One sentence that names the refused flags, the SGLang version and the release."""
+    who = 'The installed sglang %s in %s' % (result.get('sglang_version') or '(version unknown)', release)
+    unknown = result.get('unknown_flags') or []
+    error = result.get('error') or ''
+    flag = result.get('error_flag') or error_flag_of(error)
+    value = result.get('error_value')
+    refused = '%s %s' % (flag, value) if flag and value else flag
+    unknown_is_error = 'unrecognized arguments' in error
+    if unknown and (unknown_is_error or not error):
+        what = 'does not know %s' % ', '.join(unknown)
+    elif unknown:
+        what = 'does not know %s and refuses %s' % (', '.join(unknown), refused or 'the flags')
+    elif refused:
+        what = 'refuses %s' % refused
+    else:
+        what = 'refuses the flags'
+    msg = '%s %s: %s' % (who, what, error or 'unrecognized arguments')
+    named = ' '.join(unknown + [refused or '']).lower()
+    if 'ddtree' in named:
+        msg += '; this build lacks the DDTree patch (install the DDTree-patched sglang into the release)'
+    return msg + _NOT_RUN
+
+
+def probe_command(timeout_bin, python, timeout):
+    # coreutils timeout: SIGTERM at the deadline, SIGKILL 10 s later; exit status 124 means it fired
+    return [timeout_bin, '--kill-after=10', str(int(timeout)), python, '-c', PROBE]
+
+
+def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180):
+    """Run the probe with `python`; return its answer (dict) with secret values scrubbed.
+
+    `run(args, data, cwd, environ_update)` runs a command and returns (rc, stdout, stderr), as
+    AnsibleModule.run_command does. The flags travel on the probe's stdin, so no secret
+    appears in the process list.
+    """
+    secrets = secret_values(argv)
+    request = json.dumps({'argv': list(argv), 'module': module, 'secrets': secrets})
+    env = dict((str(k), str(v)) for k, v in (environment or {}).items())
+    # a check must not write into the release it checks
+    env['PYTHONDONTWRITEBYTECODE'] = '1'
+    workdir = tempfile.mkdtemp(prefix='sglang-flag-check-')
+    try:
+        rc, stdout, stderr = run(probe_command(timeout_bin, python, timeout), request, workdir, env)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if rc == 124:
+        raise ProbeError('no answer within %d s (raise timeout if importing torch is that slow here)' % timeout)
+    try:
+        answer = parse_probe_output(stdout)
+    except ProbeError as exc:
+        tail = scrub('\n'.join((stderr or '').strip().splitlines()[-15:]), secrets)
+        raise ProbeError('%s (exit status %s)%s' % (exc, rc, (': ' + tail) if tail else ''))
+    return scrub(answer, secrets)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            python=dict(type='path', required=True),
+            argv=dict(type='list', elements='str', required=True),
+            module=dict(type='str', default='sglang.srt.server_args'),
+            env=dict(type='dict', default={}, no_log=True),
+            timeout=dict(type='int', default=180),
+            fail_on_invalid=dict(type='bool', default=True),
+        ),
+        supports_check_mode=True,
+        # the argv may hold an API key: keep "Invoked with ..." out of the host's journal
+        no_log=True,
+    )
+    python = module.params['python']
+    argv = module.params['argv']
+    secrets = secret_values(argv)
+    module.no_log_values.update(secrets)
+    masked = mask_argv(argv)
+    invocation = {'module_args': dict(module.params, argv=masked, env='VALUE_SPECIFIED_IN_NO_LOG_PARAMETER')}
+    base = dict(changed=False, argv=masked, invocation=invocation)
+
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        if module.check_mode:
+            # a check-mode run builds no release, so there is nothing to ask yet
+            module.exit_json(skipped=True, msg='No interpreter at %s yet (check mode builds no release); flags not checked.' % python,
+                             release_path=release_of(python), **base)
+        module.fail_json(msg='No interpreter at %s, so the flags cannot be checked: is the release %s built?'
+                         % (python, release_of(python)), release_path=release_of(python), **base)
+    timeout_bin = module.get_bin_path('timeout', required=True)
+
+    def run(args, data, cwd, environ_update):
+        return module.run_command(args, data=data, binary_data=True, cwd=cwd, environ_update=environ_update,
+                                  expand_user_and_vars=False)
+
+    try:
+        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], module.params['env'], module.params['timeout'])
+    except ProbeError as exc:
+        module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release_of(python), exc),
+                         release_path=release_of(python), **base)
+    release = release_of(python, answer.get('prefix'))
+    if answer.get('probe_error'):
+        module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release, answer['probe_error']),
+                         release_path=release, sglang_version=answer.get('sglang_version'), **base)
+
+    warnings = answer.get('warnings') or []
+    for text in warnings:
+        module.warn('sglang %s in %s: %s' % (answer.get('sglang_version'), release, text))
+    result = dict(
+        base,
+        valid=bool(answer.get('valid')),
+        unknown_flags=answer.get('unknown_flags') or [],
+        error=answer.get('error'),
+        error_flag=answer.get('error_flag') or error_flag_of(answer.get('error')),
+        sglang_warnings=warnings,
+        sglang_version=answer.get('sglang_version'),
+        server_args=answer.get('server_args') or {},
+        checks=answer.get('checks') or [],
+        checks_skipped=answer.get('checks_skipped') or [],
+        release_path=release,
+    )
+    if not result['valid'] and module.params['fail_on_invalid']:
+        module.fail_json(msg=build_message(dict(answer, **result), release), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,350 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_router_workers
+short_description: Add, remove and reconcile the workers of a running sglang-router, and wait for them
+version_added: "0.2.0"
+description:
+  - Talks to the HTTP API of a running sglang-router (0.3.x, the SGLang Model Gateway) at O(url), so its
+    worker list changes without a restart. C(GET /workers) lists the workers with their health,
+    C(POST /workers) with C({"url": ...}) queues an addition (the router lists the worker once its health
+    check passed), C(DELETE /workers/<id>) queues a removal (requests in flight to that worker still finish).
+  - O(state=present) adds the O(workers) the router does not list; O(state=absent) removes them;
+    O(state=exact) adds the missing ones and removes every listed worker that is not in O(workers).
+  - With O(wait), the module returns only when the router reports what was asked: every worker of
+    O(workers) listed and healthy (C(present), C(exact)), none of them listed (C(absent)); past
+    O(timeout) it fails naming the workers that did not get there.
+  - Worker URLs are compared without a trailing slash.
+author:
+  - ddtree.sglang maintainers (@ddtree)
+options:
+  url:
+    description: Base URL of the router's HTTP API.
+    type: str
+    default: http://127.0.0.1:30080
+  workers:
+    description: Worker base URLs, such as C(http://10.0.0.5:30000).
+    type: list
+    elements: str
+    required: true
+  state:
+    description: What the router's worker list must look like afterwards.
+    type: str
+    choices: [present, absent, exact]
+    default: present
+  wait:
+    description: Wait until the router reports the requested state (healthy for C(present)/C(exact)).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait with O(wait) before failing; also bounds the wait for the router's API itself.
+    type: float
+    default: 120
+  poll_interval:
+    description: Seconds between two reads of C(GET /workers).
+    type: float
+    default: 0.5
+  min_healthy:
+    description:
+      - With O(state=absent) or O(state=exact), refuse (fail, changing nothing) a removal that would leave the router with
+        fewer healthy workers than this. C(0) allows any removal.
+    type: int
+    default: 0
+  unit:
+    description:
+      - The router's systemd unit on the host the module runs on. When set, every poll also reads its state, and a unit that
+        failed, stopped or is restarting fails the module at once with the journal's last lines, instead of waiting for O(timeout).
+    type: str
+attributes:
+  check_mode:
+    description: Reads the worker list and reports what it would add and remove; sends no C(POST) or C(DELETE).
+    support: full
+  diff_mode:
+    description: No diff.
+    support: none
+notes:
+  - The router lists a worker only after its health check passed, so a queued addition of a worker that never
+    becomes healthy never appears; O(wait) then fails at O(timeout).
+  - A router that does not answer within O(timeout) fails the module (no change is made).
+'''
+
+EXAMPLES = r'''
+- name: Take this host out of every router, waiting until none lists it
+  ddtree.sglang.sglang_router_workers:
+    url: http://127.0.0.1:30080
+    workers: [http://10.88.0.12:30000]
+    state: absent
+  delegate_to: "{{ item }}"
+  loop: "{{ groups.routers }}"
+
+- name: Make the router front exactly the inventory's workers, and wait until all are healthy
+  ddtree.sglang.sglang_router_workers:
+    url: http://127.0.0.1:30080
+    workers: "{{ sglang_router_expected_workers }}"
+    state: exact
+    timeout: 300
+'''
+
+RETURN = r'''
+added:
+  description: Worker URLs the module asked the router to add (or would add, in check mode).
+  returned: always
+  type: list
+  elements: str
+removed:
+  description: Worker URLs the module asked the router to remove (or would remove, in check mode).
+  returned: always
+  type: list
+  elements: str
+workers:
+  description: The router's worker list when the module finished.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    url:
+      description: Worker base URL.
+      type: str
+    id:
+      description: The router's id of the worker (a new one after each addition).
+      type: str
+    is_healthy:
+      description: The router's health verdict.
+      type: bool
+    load:
+      description: The router's load counter for the worker (only some policies count it).
+      type: int
+unit_state:
+  description: C(ActiveState) and C(SubState) of O(unit) at the end (empty without O(unit)).
+  returned: always
+  type: dict
+pending:
+  description: Worker URLs of O(workers) not yet in the requested state when the module finished (empty on success).
+  returned: always
+  type: list
+  elements: str
+elapsed_s:
+  description: Seconds the module took.
+  returned: always
+  type: float
+'''
+
+import json
+import time
+from http.client import HTTPException
+from urllib.error import HTTPError, URLError
+from urllib.request import ProxyHandler, Request, build_opener
+
+from ansible.module_utils.basic import AnsibleModule
+
+# the router talks to workers in the lab and the data center; a proxy from the environment would
+# only get in the way of loopback and private addresses
+OPENER = build_opener(ProxyHandler({}))
+REQUEST_TIMEOUT_S = 10
+
+
+def norm(url):
+    return (url or '').strip().rstrip('/')
+
+
+class RouterError(Exception):
+    pass
+
+
+class Router(object):
+    """The three worker-management calls of sglang-router's HTTP API."""
+
+    def __init__(self, url):
+        self.url = norm(url)
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode('utf-8') if body is not None else None
+        req = Request(self.url + path, data=data, method=method, headers={'Content-Type': 'application/json'})
+        try:
+            with OPENER.open(req, timeout=REQUEST_TIMEOUT_S) as resp:
+                raw = resp.read()
+        except HTTPError as e:
+            detail = e.read()[:500].decode('utf-8', 'replace') if e.fp else ''
+            raise RouterError('%s %s%s answered HTTP %s %s' % (method, self.url, path, e.code, detail.strip()))
+        except (URLError, HTTPException, OSError) as e:
+            raise RouterError('%s %s%s failed: %s' % (method, self.url, path, getattr(e, 'reason', None) or e))
+        try:
+            return json.loads(raw.decode('utf-8') or 'null')
+        except ValueError:
+            raise RouterError('%s %s%s did not answer JSON: %r' % (method, self.url, path, raw[:200]))
+
+    def workers(self):
+        listing = self.call('GET', '/workers')
+        if not isinstance(listing, dict) or not isinstance(listing.get('workers'), list):
+            raise RouterError('GET %s/workers did not answer {"workers": [...]}: %r' % (self.url, listing))
+        return [{'url': norm(w.get('url')), 'id': w.get('id'), 'is_healthy': bool(w.get('is_healthy')),
+                 'load': w.get('load')} for w in listing['workers'] if isinstance(w, dict)]
+
+    def add(self, url):
+        self.call('POST', '/workers', {'url': url})
+
+    def remove(self, worker_id):
+        self.call('DELETE', '/workers/%s' % worker_id)
+
+
+def plan(state, wanted, listed):
+    """(to add, to remove as listing entries) for the requested state."""
+    by_url = dict((w['url'], w) for w in listed)
+    add = [u for u in wanted if u not in by_url] if state in ('present', 'exact') else []
+    if state == 'absent':
+        remove = [by_url[u] for u in wanted if u in by_url]
+    elif state == 'exact':
+        remove = [w for w in listed if w['url'] not in wanted]
+    else:
+        remove = []
+    return add, remove
+
+
+def shortfall(remove, listed, min_healthy):
+    """Healthy workers left after the removal, when that is fewer than min_healthy; else None."""
+    if not remove or min_healthy <= 0:
+        return None
+    gone = set(w['url'] for w in remove)
+    left = [w for w in listed if w['is_healthy'] and w['url'] not in gone]
+    return len(left) if len(left) < min_healthy else None
+
+
+def unit_state(module, unit):
+    """ActiveState and SubState of a systemd unit, or {} when systemctl cannot tell."""
+    rc, out, dummy = module.run_command(['systemctl', 'show', unit, '--property=ActiveState,SubState,LoadState'])
+    if rc != 0:
+        return {}
+    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+
+
+def unit_broken(state):
+    """Why the unit cannot be serving, or None."""
+    if not state:
+        return None
+    if state.get('LoadState') == 'not-found':
+        return 'is not installed'
+    if state.get('ActiveState') in ('failed', 'inactive', 'deactivating') or state.get('SubState') == 'auto-restart':
+        return 'is %s (%s)' % (state.get('ActiveState'), state.get('SubState'))
+    return None
+
+
+def journal_tail(module, unit, lines=15):
+    dummy, out, dummy = module.run_command(['journalctl', '-u', unit, '-n', str(lines), '--no-pager', '-o', 'cat'])
+    return out.splitlines()
+
+
+def pending(state, wanted, listed):
+    """Workers of `wanted` not yet where the state wants them."""
+    healthy = set(w['url'] for w in listed if w['is_healthy'])
+    present = set(w['url'] for w in listed)
+    if state == 'absent':
+        return [u for u in wanted if u in present]
+    stray = [w['url'] for w in listed if w['url'] not in wanted] if state == 'exact' else []
+    return [u for u in wanted if u not in healthy] + stray
+
+
+def run_module():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type='str', default='http://127.0.0.1:30080'),
+            workers=dict(type='list', elements='str', required=True),
+            state=dict(type='str', choices=['present', 'absent', 'exact'], default='present'),
+            wait=dict(type='bool', default=True),
+            timeout=dict(type='float', default=120),
+            poll_interval=dict(type='float', default=0.5),
+            min_healthy=dict(type='int', default=0),
+            unit=dict(type='str'),
+        ),
+        supports_check_mode=True,
+    )
+    started = time.monotonic()
+    deadline = started + max(module.params['timeout'], 0)
+    state = module.params['state']
+    wanted = []
+    for url in module.params['workers']:
+        if norm(url) and norm(url) not in wanted:
+            wanted.append(norm(url))
+    router = Router(module.params['url'])
+    unit = module.params['unit']
+    result = dict(changed=False, added=[], removed=[], workers=[], pending=[], unit_state={}, elapsed_s=0.0)
+
+    def finish(fail=None, **extra):
+        result.update(extra)
+        result['elapsed_s'] = round(time.monotonic() - started, 3)
+        if fail:
+            module.fail_json(msg=fail, **result)
+        module.exit_json(**result)
+
+    def check_unit():
+        # the verdict's idea: the unit's own state is decisive at once, the API only by a deadline
+        if not unit:
+            return
+        result['unit_state'] = unit_state(module, unit)
+        why = unit_broken(result['unit_state'])
+        if why:
+            finish('%s %s on this host, so the router at %s cannot serve; its journal ends: %s' % (
+                unit, why, router.url, ' | '.join(journal_tail(module, unit)) or '(nothing)'))
+
+    listed, last_error = None, None
+    while listed is None:
+        check_unit()
+        try:
+            listed = router.workers()
+        except RouterError as e:
+            last_error = str(e)
+            if time.monotonic() >= deadline:
+                finish('the router at %s did not answer within %s s: %s' % (router.url, module.params['timeout'], last_error))
+            time.sleep(module.params['poll_interval'])
+
+    add, remove = plan(state, wanted, listed)
+    left = shortfall(remove, listed, module.params['min_healthy'])
+    if left is not None:
+        finish('removing %s from the router at %s would leave %d healthy worker(s), fewer than min_healthy=%d; it lists %s' % (
+            ', '.join(w['url'] for w in remove), router.url, left, module.params['min_healthy'],
+            ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed)), workers=listed)
+    result['added'] = add
+    result['removed'] = [w['url'] for w in remove]
+    result['changed'] = bool(add or remove)
+    if module.check_mode:
+        finish(workers=listed, pending=pending(state, wanted, listed))
+    try:
+        for worker in remove:
+            router.remove(worker['id'])
+        for url in add:
+            router.add(url)
+    except RouterError as e:
+        finish('changing the workers of %s failed: %s' % (router.url, e), workers=listed)
+
+    # an addition or removal is queued by the router; poll until it shows
+    while True:
+        check_unit()
+        try:
+            listed = router.workers()
+        except RouterError as e:
+            last_error = str(e)
+        waiting = pending(state, wanted, listed)
+        if not module.params['wait'] or not waiting:
+            finish(workers=listed, pending=waiting if module.params['wait'] else [])
+        if time.monotonic() >= deadline:
+            what = 'still listed' if state == 'absent' else 'not listed healthy (or not ours)'
+            finish('after %s s the router at %s has %s %s; it lists %s%s' % (
+                module.params['timeout'], router.url, ', '.join(waiting), what,
+                ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed) or 'no worker',
+                ('; last error: %s' % last_error) if last_error else ''), workers=listed, pending=waiting)
+        time.sleep(module.params['poll_interval'])
+
+
+def main():
+    run_module()
+
+
+if __name__ == '__main__':
+    main()

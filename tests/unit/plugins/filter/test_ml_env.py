@@ -1,0 +1,68 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pins become hash-checked requirement lines; release ids depend on inputs only."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import (
+    ml_env_release_id,
+    ml_env_requirements,
+    pin_problems,
+)
+
+SHA = 'a' * 64
+
+
+def test_requirements_lines():
+    pins = [{'name': 'sglang', 'version': '0.5.23', 'sha256': SHA},
+            {'name': 'torch', 'version': '2.13.0+cpu', 'sha256': 'b' * 64}]
+    assert ml_env_requirements(pins) == (
+        'sglang===0.5.23 --hash=sha256:%s\ntorch===2.13.0+cpu --hash=sha256:%s\n' % (SHA, 'b' * 64))
+
+
+def test_empty_list_is_empty_file():
+    assert ml_env_requirements([]) == ''
+
+
+@pytest.mark.parametrize('pin, words', [
+    ({'name': 'sglang', 'version': '0.5.23'}, ['ml_env_wheels[0]', 'no sha256', 'ml_env_allow_unpinned']),
+    ({'name': 'sglang', 'version': '0.5.23', 'sha256': 'XYZ'}, ['64 lowercase hex']),
+    ({'name': 'sglang', 'version': '>=0.5', 'sha256': SHA}, ['exact version']),
+    ({'name': 'sglang; rm -rf /', 'version': '1', 'sha256': SHA}, ['distribution name']),
+    ({'name': 'sglang', 'version': '1', 'sha256': SHA, 'url': 'x'}, ['unknown keys url']),
+    ('sglang==0.5.23', ['must be a dict']),
+])
+def test_bad_pins_are_named(pin, words):
+    with pytest.raises(AnsibleFilterError) as err:
+        ml_env_requirements([pin], 'ml_env_wheels')
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_duplicate_names_refused_across_spellings():
+    pins = [{'name': 'typing_extensions', 'version': '1', 'sha256': SHA},
+            {'name': 'typing-extensions', 'version': '2', 'sha256': SHA}]
+    assert any('second time' in p for p in pin_problems(pins))
+
+
+def test_unpinned_allowed_when_asked():
+    assert ml_env_requirements([{'name': 'x', 'version': '1'}], allow_unpinned=True) == 'x===1\n'
+
+
+def test_not_a_list():
+    with pytest.raises(AnsibleFilterError, match='must be a list'):
+        ml_env_requirements({'name': 'x'}, 'ml_env_wheels')
+
+
+def test_release_id_stable_and_sensitive():
+    inputs = {'python': '3.11.2 x86_64', 'wheels': [{'name': 'a', 'version': '1', 'sha256': SHA}],
+              'sglang': {'patches': [{'path': 'p', 'sha256': SHA}]}}
+    reordered = {'sglang': {'patches': [{'sha256': SHA, 'path': 'p'}]}, 'wheels': inputs['wheels'],
+                 'python': '3.11.2 x86_64'}
+    assert ml_env_release_id(inputs) == ml_env_release_id(reordered)
+    assert len(ml_env_release_id(inputs)) == 16
+    changed = dict(inputs, sglang={'patches': [{'path': 'p', 'sha256': 'c' * 64}]})
+    assert ml_env_release_id(changed) != ml_env_release_id(inputs)
+    assert ml_env_release_id(dict(inputs, python='3.12.3 x86_64')) != ml_env_release_id(inputs)

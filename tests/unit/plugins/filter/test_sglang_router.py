@@ -1,0 +1,57 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which workers a router fronts and which routers front a host, from inventory variables."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import (
+    sglang_router_local_url,
+    sglang_router_routers,
+    sglang_router_workers,
+)
+
+GROUPS = {'sglang_servers': ['a', 'b', 'c'], 'gpu_a6000_tp2': ['a', 'b'], 'gpu_rtxpro6000_tp8': ['c'], 'routers': ['r1', 'r2']}
+HOSTVARS = {
+    'a': {'ansible_host': 'ddtree-lab-a'},
+    'b': {'sglang_router_worker_address': '10.88.0.7', 'sglang_service_port': 31000},
+    'c': {'sglang_router_worker_url': 'http://c.example:30000/'},
+    'r1': {'sglang_router_fronts': ['gpu_a6000_tp2']},
+    'r2': {'sglang_router_host': '0.0.0.0', 'sglang_router_port': 8000},
+}
+
+
+def test_worker_urls_follow_the_host_variables_in_inventory_order():
+    assert sglang_router_workers(['gpu_a6000_tp2', 'sglang_servers'], GROUPS, HOSTVARS) == [
+        'http://ddtree-lab-a:30000', 'http://10.88.0.7:31000', 'http://c.example:30000']
+
+
+def test_inventory_name_when_nothing_else_is_known():
+    assert sglang_router_workers(['g'], {'g': ['bare']}, {'bare': {}}) == ['http://bare:30000']
+
+
+@pytest.mark.parametrize('fronts, words', [
+    ('sglang_servers', ['list of group names']),
+    (['nope'], ["'nope'", 'no group']),
+])
+def test_bad_fronts_are_named(fronts, words):
+    with pytest.raises(AnsibleFilterError) as err:
+        sglang_router_workers(fronts, GROUPS, HOSTVARS)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_routers_of_a_host_are_those_fronting_one_of_its_groups():
+    # r2 fronts the default, sglang_servers
+    assert sglang_router_routers(['sglang_servers', 'gpu_a6000_tp2'], GROUPS['routers'], HOSTVARS) == ['r1', 'r2']
+    assert sglang_router_routers(['sglang_servers', 'gpu_rtxpro6000_tp8'], GROUPS['routers'], HOSTVARS) == ['r2']
+    assert sglang_router_routers(['lab'], GROUPS['routers'], HOSTVARS) == []
+    assert sglang_router_routers(['sglang_servers'], [], HOSTVARS) == []
+
+
+def test_local_url_is_loopback_unless_bound_to_one_address():
+    assert sglang_router_local_url('r1', HOSTVARS) == 'http://127.0.0.1:30080'
+    assert sglang_router_local_url('r2', HOSTVARS) == 'http://127.0.0.1:8000'
+    assert sglang_router_local_url('r3', {'r3': {'sglang_router_host': '10.0.0.1'}}) == 'http://10.0.0.1:30080'
+    assert sglang_router_local_url('r4', {'r4': {'sglang_router_host': 'fd00::1'}}) == 'http://[fd00::1]:30080'

@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The worker-management calls against a fake router that queues changes like sglang-router 0.3.2."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
+
+from ansible_collections.ddtree.sglang.plugins.modules import sglang_router_workers as mod
+
+
+class FakeRouter(object):
+    """GET/POST/DELETE /workers; a POSTed worker is listed after `delay` reads (its health check), healthy
+    unless its URL is in `unhealthy`."""
+
+    def __init__(self, urls=(), delay=1, unhealthy=()):
+        self.workers = [{'id': str(uuid.uuid4()), 'url': u, 'is_healthy': u not in unhealthy, 'load': 0} for u in urls]
+        self.queued = []
+        self.delay = delay
+        self.unhealthy = set(unhealthy)
+        self.calls = []
+
+    def handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # pylint: disable=arguments-differ
+                pass
+
+            def reply(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # pylint: disable=invalid-name
+                fake.calls.append(('GET', self.path))
+                for item in list(fake.queued):
+                    item[1] -= 1
+                    if item[1] < 0:
+                        fake.queued.remove(item)
+                        fake.workers.append({'id': str(uuid.uuid4()), 'url': item[0], 'is_healthy': item[0] not in fake.unhealthy, 'load': 0})
+                self.reply(200, {'workers': fake.workers, 'total': len(fake.workers)})
+
+            def do_POST(self):  # pylint: disable=invalid-name
+                url = json.loads(self.rfile.read(int(self.headers['Content-Length'])))['url']
+                fake.calls.append(('POST', url))
+                if url not in [q[0] for q in fake.queued] and url not in [w['url'] for w in fake.workers]:
+                    fake.queued.append([url, fake.delay])
+                self.reply(202, {'status': 'accepted'})
+
+            def do_DELETE(self):  # pylint: disable=invalid-name
+                wid = self.path.rsplit('/', 1)[1]
+                fake.calls.append(('DELETE', wid))
+                fake.workers = [w for w in fake.workers if w['id'] != wid]
+                self.reply(202, {'status': 'accepted'})
+        return Handler
+
+
+@pytest.fixture(name='router')
+def fixture_router():
+    servers = []
+
+    def start(*args, **kwargs):
+        fake = FakeRouter(*args, **kwargs)
+        server = ThreadingHTTPServer(('127.0.0.1', 0), fake.handler())
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        fake.url = 'http://127.0.0.1:%d' % server.server_address[1]
+        return fake
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+def run(args, check=False):
+    if check:
+        args = dict(args, _ansible_check_mode=True)
+    with patch_module_args(dict({'poll_interval': 0.01}, **args)):
+        with pytest.raises((ExitJson, FailJson)) as res:
+            mod.main()
+    return res.type, res.value.args[0]
+
+
+A, B, C = 'http://10.0.0.1:30000', 'http://10.0.0.2:30000', 'http://10.0.0.3:30000'
+
+
+def test_present_adds_the_missing_worker_and_waits_until_it_is_listed(router):
+    fake = router([A])
+    kind, res = run({'url': fake.url, 'workers': [A, B + '/'], 'state': 'present'})
+    assert kind is ExitJson and res['changed'] and res['added'] == [B] and res['removed'] == []
+    assert sorted(w['url'] for w in res['workers']) == [A, B] and res['pending'] == []
+    kind, res = run({'url': fake.url, 'workers': [A, B], 'state': 'present'})
+    assert kind is ExitJson and not res['changed']
+
+
+def test_exact_removes_strays_and_adds_missing(router):
+    fake = router([A, C])
+    kind, res = run({'url': fake.url, 'workers': [A, B], 'state': 'exact'})
+    assert kind is ExitJson and res['added'] == [B] and res['removed'] == [C]
+    assert sorted(w['url'] for w in fake.workers) == [A, B]
+
+
+def test_absent_removes_and_check_mode_changes_nothing(router):
+    fake = router([A, B])
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent'}, check=True)
+    assert kind is ExitJson and res['changed'] and res['removed'] == [A]
+    assert len(fake.workers) == 2 and not [c for c in fake.calls if c[0] != 'GET']
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent'})
+    assert kind is ExitJson and res['changed'] and [w['url'] for w in fake.workers] == [B]
+
+
+def test_min_healthy_refuses_a_removal_that_leaves_too_few(router):
+    fake = router([A, B, C], unhealthy=[C])
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent', 'min_healthy': 2})
+    assert kind is FailJson and 'would leave 1 healthy worker(s), fewer than min_healthy=2' in res['msg']
+    assert len(fake.workers) == 3
+    # nothing to remove: nothing to refuse
+    kind, res = run({'url': fake.url, 'workers': ['http://10.0.0.9:30000'], 'state': 'absent', 'min_healthy': 5})
+    assert kind is ExitJson and not res['changed']
+
+
+def test_a_worker_that_never_gets_healthy_times_out_naming_it(router):
+    fake = router([A], unhealthy=[B])
+    kind, res = run({'url': fake.url, 'workers': [A, B], 'state': 'present', 'timeout': 0.3})
+    assert kind is FailJson and res['pending'] == [B]
+    assert B in res['msg'] and 'unhealthy' in res['msg']
+
+
+def test_no_wait_returns_after_queueing(router):
+    fake = router([], delay=100)
+    kind, res = run({'url': fake.url, 'workers': [A], 'wait': False})
+    assert kind is ExitJson and res['added'] == [A] and res['pending'] == []
+
+
+def test_a_router_that_does_not_answer_fails_by_the_timeout():
+    kind, res = run({'url': 'http://127.0.0.1:9', 'workers': [A], 'timeout': 0.2})
+    assert kind is FailJson and 'did not answer within 0.2 s' in res['msg']
+
+
+def test_a_broken_unit_fails_at_once(router, monkeypatch):
+    fake = router([A])
+    monkeypatch.setattr(mod, 'unit_state', lambda module, unit: {'ActiveState': 'activating', 'SubState': 'auto-restart'})
+    monkeypatch.setattr(mod, 'journal_tail', lambda module, unit: ['Error starting router: boom'])
+    kind, res = run({'url': fake.url, 'workers': [A], 'unit': 'sglang-router.service', 'timeout': 30})
+    assert kind is FailJson and 'auto-restart' in res['msg'] and 'boom' in res['msg'] and res['elapsed_s'] < 5
