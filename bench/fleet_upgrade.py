@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Tables of bench/fleet_upgrade.sh: upgrade wall time batched against one at a time, and the
 control-side overhead per host (deploy time minus the simulator's own start delay)."""
 
@@ -77,18 +76,18 @@ def main():
             single['mean_sim_start_s'], batched['mean_overhead_s'], single['mean_overhead_s']))
     variants = [run for run in runs if run['name'] not in ('batched', 'one_at_a_time')]
     if variants:
-        biggest = max(sizes) if sizes else variants[0]['hosts']
+        biggest = variants[0]['hosts']
         base = next((run for run in runs if run['name'] == 'batched' and run['hosts'] == biggest), None)
-        lines += ['', '| %d hosts | forks | strategy | serial | wall | vs batched, forks 10, linear | deploy s per host | control overhead s per host |' % biggest,
-                  '|---|---|---|---|---|---|---|---|']
+        header = '| %d hosts | forks | strategy | serial | wall | vs batched, forks 10, linear | deploy s per host | control overhead s per host |'
+        lines += ['', header % biggest, '|---|---|---|---|---|---|---|---|']
         for run in ([base] if base else []) + variants:
             lines.append('| %s | %d | %s | %s | %.0f s | %s | %s | %s |' % (
                 run['name'], run['forks'], run['strategy'], run['serial'], run['wall_s'],
                 '%.2fx' % (run['wall_s'] / base['wall_s']) if base else '-', run['mean_deploy_s'], run['mean_overhead_s']))
     bad = [run for run in runs if run['rc'] != 0 or set(run['summary']) - {'upgraded'}]
     notes = ['', 'Every host upgraded in every run.' if not bad else
-             'Runs where not every host upgraded: ' + ', '.join('%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary'])
-                                                          for run in bad)]
+             'Runs where not every host upgraded: ' + ', '.join(
+                 '%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary']) for run in bad)]
     if machine:
         notes.append('Machine: %s' % json.dumps(machine, sort_keys=True))
     text = '\n'.join(lines + notes) + '\n'

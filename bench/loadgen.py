@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Bounded load through an sglang-router, for the lab only (stdlib).
 
 Sends a fixed number of /generate requests at a fixed rate (open loop: one thread per request,

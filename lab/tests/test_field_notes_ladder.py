@@ -1,6 +1,6 @@
 """The simulator's verdict on each rung of lab/scenarios/field-notes-ladder.yml (molecule/ladder
-relies on it): pool failure, two graph-capture failures, the graphs rung's piecewise capture OOM,
-then a healthy start. The role's planner skips the first three (tests/unit), so on the lab only
+relies on it): pool failure, two graph-capture failures, the graphs rung's decode-graph capture
+OOM, then a healthy start. The role's planner skips the first three (tests/unit), so on the lab only
 the last two reach the simulator."""
 
 import json
@@ -44,6 +44,6 @@ def test_each_rung_fails_or_starts_as_the_scenario_says():
         "production": memory.VERDICT_POOL,
         "attempt-2": memory.VERDICT_DECODE_GRAPH,
         "attempt-3": memory.VERDICT_PIECEWISE_GRAPH,
-        "graphs": memory.VERDICT_PIECEWISE_GRAPH,
+        "graphs": memory.VERDICT_DECODE_GRAPH,
         "balanced": memory.VERDICT_OK,
     }

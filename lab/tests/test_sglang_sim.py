@@ -284,7 +284,7 @@ def _generate_in_background(port, results, tokens=4):
     def one():
         started = time.monotonic()
         try:
-            status, _ = post(port, "/generate", {"text": "drain me", "sampling_params": {"max_new_tokens": tokens}})
+            status = post(port, "/generate", {"text": "drain me", "sampling_params": {"max_new_tokens": tokens}})[0]
         except (urllib.error.URLError, ConnectionError) as exc:
             status = repr(exc)
         results.append((status, time.monotonic() - started))
@@ -305,7 +305,7 @@ def test_generation_time_and_loads_count_running_and_waiting(sim_env):
             assert idle["loads"][0]["num_running_reqs"] == 0 and idle["loads"][0]["max_running_requests"] == 4
             assert idle["num_accelerators"] == 2 and idle["version"]
             results = []
-            threads = [_generate_in_background(port, results) for _ in range(6)]
+            threads = [_generate_in_background(port, results) for dummy in range(6)]
             time.sleep(0.6)
             busy = _loads(port)["loads"][0]
             assert (busy["num_running_reqs"], busy["num_waiting_reqs"]) == (4, 2)
@@ -327,7 +327,7 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(sim_env):
         try:
             wait_ready(port, proc)
             results = []
-            threads = [_generate_in_background(port, results) for _ in range(3)]
+            threads = [_generate_in_background(port, results) for dummy in range(3)]
             time.sleep(0.5)
             os.kill(proc.pid, signal.SIGTERM)
             time.sleep(0.5)
@@ -341,7 +341,7 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(sim_env):
             stop(proc)
         log = proc.stdout.read()
     assert code == 0
-    assert [status for status, _ in results] == [200, 200, 200]
+    assert [result[0] for result in results] == [200, 200, 200]
     assert "SIGTERM received. signum=15. Draining requests and shutting down..." in log
     assert "Gracefully exiting... Remaining number of requests 3." in log
     assert "Finished server process" in log
@@ -352,7 +352,27 @@ def test_sigterm_before_ready_exits_at_once(sim_env):
     with subprocess.Popen(argv(models, free_port(), *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="hang_before_bind"),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         end = time.time() + 10
-        while "Memory pool end" not in (line := proc.stdout.readline()) and time.time() < end:
+        while "Memory pool end" not in proc.stdout.readline() and time.time() < end:
             pass
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=5) == 0
+
+
+def test_node_rank_above_zero_serves_health_only(sim_env):
+    """Multi-node: a node_rank > 0 runs no API, only SGLang's dummy health server on its port."""
+    env, models = sim_env
+    port = free_port()
+    multinode = ("--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.0.0.1:25000")
+    with subprocess.Popen(argv(models, port, *HEALTHY, *multinode), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        try:
+            _wait_health(port, proc)
+            assert _status(port, "/health_generate") == 200
+            assert _status(port, "/v1/models") == 404
+            assert _status(port, "/generate", body={"text": "hi"}) == 404
+        finally:
+            code = stop(proc)
+        log = proc.stdout.read()
+    assert code == 0
+    assert "Load weight end." in log
+    assert "fired up and ready" not in log and "Uvicorn running" not in log

@@ -178,6 +178,12 @@ def upgrade_gate(records, plan, host, max_fail_percentage=0):
                if isinstance(record, dict) and record.get('host') != host
                and plan['host_group'].get(record.get('host')) == group
                and plan['host_wave'].get(record.get('host'), wave) < wave]
+    if entry['multinode']:
+        # one model over all its hosts: without one of them the others cannot serve either
+        lost = [record['host'] for record in (records or []) if isinstance(record, dict)
+                and record.get('host') in entry['hosts'] and record.get('host') != host and record.get('outcome') == 'unreachable']
+        if lost:
+            return {'proceed': False, 'reason': 'multi-node group %s cannot start without %s (unreachable)' % (group, ', '.join(lost))}
     halted = [record for record in earlier if record.get('outcome') == 'skipped']
     if halted:
         return {'proceed': False, 'reason': halted[0].get('diagnosis', {}).get('diagnosis') or 'the group was stopped'}
@@ -190,9 +196,9 @@ def upgrade_gate(records, plan, host, max_fail_percentage=0):
     tried = [record for record in earlier if record.get('outcome') in TRIED]
     failed = [record for record in tried if record.get('outcome') in FAILED]
     if tried and 100.0 * len(failed) / len(tried) > budget:
+        names = ', '.join(record['host'] for record in failed)
         return {'proceed': False, 'reason': '%d of %d host(s) of group %s failed (%s), more than upgrade_max_fail_percentage=%s, '
-                'so the group\'s rollout stopped' % (len(failed), len(tried), group,
-                                                    ', '.join(record['host'] for record in failed), max_fail_percentage)}
+                'so the group\'s rollout stopped' % (len(failed), len(tried), group, names, max_fail_percentage)}
     return {'proceed': True, 'reason': ''}
 
 
@@ -284,7 +290,9 @@ def upgrade_report(records, plan=None, diagnosis_chars=160):
             _cell('' if timings.get('verdict_s') is None else '%.1f' % float(timings['verdict_s'])),
             _cell(text, diagnosis_chars),
         ]))
-    return {'hosts': rows, 'summary': summary, 'markdown': '\n'.join(lines) + '\n'}
+    order = [outcome for outcome in OUTCOMES if outcome in summary] + sorted(set(summary) - set(OUTCOMES))
+    text = ', '.join('%d %s' % (summary[outcome], outcome.replace('_', ' ')) for outcome in order)
+    return {'hosts': rows, 'summary': summary, 'summary_text': text, 'markdown': '\n'.join(lines) + '\n'}
 
 
 class FilterModule(object):

@@ -33,7 +33,7 @@ def worker_url(host, hostvars):
     return 'http://%s:%s' % (address, hv.get('sglang_service_port') or DEFAULT_SERVICE_PORT)
 
 
-def sglang_router_workers(fronts, groups, hostvars):
+def sglang_router_worker_urls(fronts, groups, hostvars):
     """Worker URLs of every host in the groups a router fronts, in inventory order, each once."""
     if isinstance(fronts, str) or not isinstance(fronts, (list, tuple)):
         raise AnsibleFilterError('sglang_router_fronts must be a list of group names, got %r' % (fronts,))
@@ -68,7 +68,7 @@ def sglang_router_local_url(router, hostvars):
 class FilterModule(object):
     def filters(self):
         return {
-            'sglang_router_workers': sglang_router_workers,
+            'sglang_router_worker_urls': sglang_router_worker_urls,
             'sglang_router_routers': sglang_router_routers,
             'sglang_router_local_url': sglang_router_local_url,
         }

@@ -677,7 +677,8 @@ class HealthCheck:
         phase = result['phase']
         pid = self.state.get('MainPID') or 0
         if self.healthy_at is not None:
-            api_status = 'healthy (a generation answered after %.0f s), settling %.0f/%g s' % (
+            api_status = 'healthy (%s answered after %.0f s), settling %.0f/%g s' % (
+                '/health' if self.params['api_check'] == 'health' else 'a generation',
                 self.time_to_healthy or 0, time.monotonic() - self.healthy_at, self.settle_s)
             phase = 'settling'
         elif api.get('stage') == 'generate':

@@ -18,7 +18,7 @@ description:
   - The load is C(num_running_reqs + num_waiting_reqs) summed over the DP ranks of C(GET /v1/loads?include=core)
     (SGLang 0.5.x); a server without that endpoint is read through the older C(GET /get_load)
     (C(num_reqs + num_waiting_reqs)).
-  - A server that does not answer at all has nothing in flight: the module returns C(idle=true, answering=false).
+  - A server that does not answer at all has nothing in flight, so the module returns C(idle=true, answering=false).
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:

@@ -15,12 +15,12 @@ version_added: "0.2.0"
 description:
   - Talks to the HTTP API of a running sglang-router (0.3.x, the SGLang Model Gateway) at O(url), so its
     worker list changes without a restart. C(GET /workers) lists the workers with their health,
-    C(POST /workers) with C({"url": ...}) queues an addition (the router lists the worker once its health
+    C(POST /workers) with the worker's C(url) in a JSON body queues an addition (the router lists the worker once its health
     check passed), C(DELETE /workers/<id>) queues a removal (requests in flight to that worker still finish).
   - O(state=present) adds the O(workers) the router does not list; O(state=absent) removes them;
     O(state=exact) adds the missing ones and removes every listed worker that is not in O(workers).
-  - With O(wait), the module returns only when the router reports what was asked: every worker of
-    O(workers) listed and healthy (C(present), C(exact)), none of them listed (C(absent)); past
+  - With O(wait), the module returns only when the router reports what was asked (every worker of
+    O(workers) listed and healthy for C(present) and C(exact), none of them listed for C(absent)); past
     O(timeout) it fails naming the workers that did not get there.
   - Worker URLs are compared without a trailing slash.
 author:

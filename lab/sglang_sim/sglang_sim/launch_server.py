@@ -318,8 +318,29 @@ def run(args, knobs):
     _capture_graphs(args, plan, gpus[0], knobs)
     sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale,
                    max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s)
+    if args.node_rank >= 1:
+        return _bind_health_only(args, sim)
     server = _bind(args, sim)
     _warmup(args, knobs)
+    return server
+
+
+# SGLang's launch_dummy_health_check_server: what a node_rank > 0 serves on its port
+HEALTH_ONLY_ROUTES = ("/health", "/health_generate")
+
+
+def _bind_health_only(args, sim):
+    """A node of a multi-node server with node_rank > 0 runs no tokenizer and no API: SGLang starts
+    only a health server on the same port (uvicorn at log level warning, so no lines) and blocks."""
+    try:
+        server = make_server(sim, args.host, args.port)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        log.uvicorn("ERROR", f"[Errno {exc.errno}] error while attempting to bind on address ({args.host!r}, {args.port}): {reason}")
+        sys.exit(1)
+    handler = server.RequestHandlerClass
+    handler.GET_ROUTES = {path: route for path, route in handler.GET_ROUTES.items() if path in HEALTH_ONLY_ROUTES}
+    handler.POST_ROUTES = {}
     return server
 
 

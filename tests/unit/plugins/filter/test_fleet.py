@@ -149,8 +149,17 @@ def test_report_orders_counts_and_renders():
     report = upgrade_report(records, plan)
     assert [row['host'] for row in report['hosts']] == ['a1', 'b1', 'a2']
     assert report['summary'] == {'upgraded': 1, 'rolled_back': 1, 'unreachable': 1}
+    assert report['summary_text'] == '1 upgraded, 1 rolled back, 1 unreachable'
     lines = report['markdown'].splitlines()
     assert lines[0].startswith('| host | group | step | outcome |')
     assert '| a1 | fleet_a | canary | upgraded | r1 -> r2 | x |' in lines[2]
     assert 'rolled back' in lines[3] and 'tp 8, mem 0.88' in lines[3] and '12.3' in lines[3]
     assert 'cuda_oom_graph_capture' in lines[3]
+
+
+def test_multinode_group_does_not_start_without_a_node():
+    groups = dict(GROUPS, mn=['m1', 'm2'], sglang_servers=GROUPS['sglang_servers'] + ['m1', 'm2'])
+    plan = upgrade_plan(['m1', 'm2'], groups, multinode={'m1': 'mn', 'm2': 'mn'})
+    gate = upgrade_gate([_record('m1', 'pending'), _record('m2', 'unreachable')], plan, 'm1')
+    assert not gate['proceed'] and 'without m2' in gate['reason']
+    assert upgrade_gate([_record('m1', 'pending'), _record('m2', 'pending')], plan, 'm1')['proceed']

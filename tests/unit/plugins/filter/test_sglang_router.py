@@ -9,7 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import (
     sglang_router_local_url,
     sglang_router_routers,
-    sglang_router_workers,
+    sglang_router_worker_urls,
 )
 
 GROUPS = {'sglang_servers': ['a', 'b', 'c'], 'gpu_a6000_tp2': ['a', 'b'], 'gpu_rtxpro6000_tp8': ['c'], 'routers': ['r1', 'r2']}
@@ -23,12 +23,12 @@ HOSTVARS = {
 
 
 def test_worker_urls_follow_the_host_variables_in_inventory_order():
-    assert sglang_router_workers(['gpu_a6000_tp2', 'sglang_servers'], GROUPS, HOSTVARS) == [
+    assert sglang_router_worker_urls(['gpu_a6000_tp2', 'sglang_servers'], GROUPS, HOSTVARS) == [
         'http://ddtree-lab-a:30000', 'http://10.88.0.7:31000', 'http://c.example:30000']
 
 
 def test_inventory_name_when_nothing_else_is_known():
-    assert sglang_router_workers(['g'], {'g': ['bare']}, {'bare': {}}) == ['http://bare:30000']
+    assert sglang_router_worker_urls(['g'], {'g': ['bare']}, {'bare': {}}) == ['http://bare:30000']
 
 
 @pytest.mark.parametrize('fronts, words', [
@@ -37,7 +37,7 @@ def test_inventory_name_when_nothing_else_is_known():
 ])
 def test_bad_fronts_are_named(fronts, words):
     with pytest.raises(AnsibleFilterError) as err:
-        sglang_router_workers(fronts, GROUPS, HOSTVARS)
+        sglang_router_worker_urls(fronts, GROUPS, HOSTVARS)
     for word in words:
         assert word in str(err.value)
 

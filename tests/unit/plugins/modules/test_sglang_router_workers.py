@@ -95,7 +95,9 @@ def run(args, check=False):
     return res.type, res.value.args[0]
 
 
-A, B, C = 'http://10.0.0.1:30000', 'http://10.0.0.2:30000', 'http://10.0.0.3:30000'
+A = 'http://10.0.0.1:30000'
+B = 'http://10.0.0.2:30000'
+C = 'http://10.0.0.3:30000'
 
 
 def test_present_adds_the_missing_worker_and_waits_until_it_is_listed(router):
