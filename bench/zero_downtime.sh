@@ -6,7 +6,7 @@
 # first with drain and rejoin (release 2), then without (release 3, sglang_router_routers=[]).
 # In both, lab-zd3's new version fails and is rolled back. Prints requests sent, failed, p50 and
 # p99 before and during the upgrade for both runs, and writes bench/results/zero_downtime.{md,json}.
-# About 30-40 minutes on an idle machine. Usage: bench/zero_downtime.sh [--keep]  (--keep: leave the hosts up)
+# About an hour and a half on a busy 2-core machine. Usage: bench/zero_downtime.sh [--keep]  (--keep: leave the hosts up)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
