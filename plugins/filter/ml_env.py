@@ -24,6 +24,45 @@ NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
 VERSION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
 
 
+def wheel_pin_problems(where, pin, seen):
+    """The problems of one wheel pin's name and version; ``seen`` collects normalised names."""
+    problems = []
+    name = pin.get('name')
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        problems.append('%s.name must be a distribution name such as "sglang", got %r' % (where, name))
+    elif name.lower().replace('_', '-') in seen:
+        problems.append('%s pins %s a second time' % (where, name))
+    else:
+        seen.add(name.lower().replace('_', '-'))
+    version = pin.get('version')
+    if not isinstance(version, str) or not VERSION_RE.match(version):
+        problems.append('%s.version must be an exact version string such as "0.5.23", got %r' % (where, version))
+    return problems
+
+
+def digest_problems(where, label, digest, allow_unpinned, override):
+    """The problems of one pin's sha256; ``override`` names the variable that accepts no digest."""
+    if digest is None or digest == '':
+        if allow_unpinned:
+            return []
+        return ['%s (%s) has no sha256: every artifact must be pinned (%s: true accepts unpinned ones)'
+                % (where, label, override)]
+    if not isinstance(digest, str) or not SHA256_RE.match(digest):
+        return ['%s.sha256 must be 64 lowercase hex digits, got %r' % (where, digest)]
+    return []
+
+
+def requirement_lines(pins):
+    """``name===version --hash=sha256:<hex>`` per checked wheel pin, as a requirements file."""
+    lines = []
+    for pin in pins:
+        line = '%s===%s' % (pin['name'], pin['version'])
+        if pin.get('sha256'):
+            line += ' --hash=sha256:%s' % pin['sha256']
+        lines.append(line)
+    return '\n'.join(lines) + ('\n' if lines else '')
+
+
 def pin_problems(pins, variable='pins', allow_unpinned=False):
     """Every problem of a pin list, as sentences naming the variable and the entry."""
     if not isinstance(pins, list):
@@ -38,23 +77,8 @@ def pin_problems(pins, variable='pins', allow_unpinned=False):
         unknown = sorted(set(pin) - {'name', 'version', 'sha256'})
         if unknown:
             problems.append('%s has unknown keys %s (allowed: name, version, sha256)' % (where, ', '.join(unknown)))
-        name = pin.get('name')
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            problems.append('%s.name must be a distribution name such as "sglang", got %r' % (where, name))
-        elif name.lower().replace('_', '-') in seen:
-            problems.append('%s pins %s a second time' % (where, name))
-        else:
-            seen.add(name.lower().replace('_', '-'))
-        version = pin.get('version')
-        if not isinstance(version, str) or not VERSION_RE.match(version):
-            problems.append('%s.version must be an exact version string such as "0.5.23", got %r' % (where, version))
-        digest = pin.get('sha256')
-        if digest is None or digest == '':
-            if not allow_unpinned:
-                problems.append('%s (%s) has no sha256: every artifact must be pinned '
-                                '(ml_env_allow_unpinned: true accepts unpinned ones)' % (where, name))
-        elif not isinstance(digest, str) or not SHA256_RE.match(digest):
-            problems.append('%s.sha256 must be 64 lowercase hex digits, got %r' % (where, digest))
+        problems += wheel_pin_problems(where, pin, seen)
+        problems += digest_problems(where, pin.get('name'), pin.get('sha256'), allow_unpinned, 'ml_env_allow_unpinned')
     return problems
 
 
@@ -63,13 +87,7 @@ def ml_env_requirements(pins, variable='pins', allow_unpinned=False):
     problems = pin_problems(pins, variable, allow_unpinned)
     if problems:
         raise AnsibleFilterError('; '.join(problems))
-    lines = []
-    for pin in pins:
-        line = '%s===%s' % (pin['name'], pin['version'])
-        if pin.get('sha256'):
-            line += ' --hash=sha256:%s' % pin['sha256']
-        lines.append(line)
-    return '\n'.join(lines) + ('\n' if lines else '')
+    return requirement_lines(pins)
 
 
 def ml_env_release_id(inputs, length=16):

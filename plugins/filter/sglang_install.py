@@ -7,14 +7,10 @@ A wheel pin is ``{name, version, sha256}``, a patch pin ``{path, sha256}`` (docs
 
 from __future__ import annotations
 
-import re
-
 from ansible.errors import AnsibleFilterError
 
-SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
-# Enough of PEP 508 / PEP 440 to keep pip option syntax and whitespace out of a requirements line.
-NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
-VERSION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import digest_problems, requirement_lines, wheel_pin_problems
+
 KEYS = {'wheel': ('name', 'version', 'sha256'), 'patch': ('path', 'sha256')}
 
 
@@ -42,17 +38,8 @@ def sglang_install_pin_problems(pins, variable='pins', kind='wheel', allow_unpin
         if unknown:
             problems.append('%s has unknown keys %s (allowed: %s)' % (where, ', '.join(unknown), ', '.join(keys)))
         if kind == 'wheel':
-            name = pin.get('name')
-            if not isinstance(name, str) or not NAME_RE.match(name):
-                problems.append('%s.name must be a distribution name such as "sglang", got %r' % (where, name))
-            elif name.lower().replace('_', '-') in seen:
-                problems.append('%s pins %s a second time' % (where, name))
-            else:
-                seen.add(name.lower().replace('_', '-'))
-            version = pin.get('version')
-            if not isinstance(version, str) or not VERSION_RE.match(version):
-                problems.append('%s.version must be an exact version string such as "0.5.23", got %r' % (where, version))
-            label = name
+            problems += wheel_pin_problems(where, pin, seen)
+            label = pin.get('name')
         else:
             path = pin.get('path')
             if not isinstance(path, str) or not path.strip():
@@ -62,13 +49,7 @@ def sglang_install_pin_problems(pins, variable='pins', kind='wheel', allow_unpin
             else:
                 seen.add(path)
             label = path
-        digest = pin.get('sha256')
-        if digest is None or digest == '':
-            if not allow_unpinned:
-                problems.append('%s (%s) has no sha256: every artifact must be pinned '
-                                '(sglang_install_allow_unpinned: true accepts unpinned ones)' % (where, label))
-        elif not isinstance(digest, str) or not SHA256_RE.match(digest):
-            problems.append('%s.sha256 must be 64 lowercase hex digits, got %r' % (where, digest))
+        problems += digest_problems(where, label, pin.get('sha256'), allow_unpinned, 'sglang_install_allow_unpinned')
     return problems
 
 
@@ -84,13 +65,7 @@ def sglang_install_requirements(pins):
     problems = sglang_install_pin_problems(pins, 'pins', 'wheel', allow_unpinned=True)
     if problems:
         raise AnsibleFilterError('; '.join(problems))
-    lines = []
-    for pin in pins:
-        line = '%s===%s' % (pin['name'], pin['version'])
-        if pin.get('sha256'):
-            line += ' --hash=sha256:%s' % pin['sha256']
-        lines.append(line)
-    return '\n'.join(lines) + ('\n' if lines else '')
+    return requirement_lines(pins)
 
 
 def sglang_install_series(stat_results):

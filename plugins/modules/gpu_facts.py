@@ -37,15 +37,11 @@ seealso:
     description: Query fields accepted by C(--query-gpu).
     link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
 attributes:
-  check_mode:
-    description: Can run in check mode; it only reads, so it does the same as without.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
   facts:
     description: Sets the C(gpu_facts) fact.
     support: full
+extends_documentation_fragment:
+  - ddtree.sglang.read_only
 '''
 
 EXAMPLES = r'''

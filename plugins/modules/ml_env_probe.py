@@ -65,13 +65,8 @@ notes:
   - Where C(c++filt) is installed, an undefined symbol is also returned demangled.
 seealso:
   - module: ddtree.sglang.gpu_facts
-attributes:
-  check_mode:
-    description: Runs in check mode; it only reads, so it does the same as without.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
+extends_documentation_fragment:
+  - ddtree.sglang.read_only
 '''
 
 EXAMPLES = r'''

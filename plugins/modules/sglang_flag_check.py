@@ -244,18 +244,6 @@ def clean(text):
     return ANSI.sub("", str(text)).strip()
 
 
-def scrub(value, secrets):
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "********")
-        return value
-    if isinstance(value, list):
-        return [scrub(item, secrets) for item in value]
-    if isinstance(value, dict):
-        return dict((key, scrub(item, secrets)) for key, item in value.items())
-    return value
-
-
 def plain(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -447,7 +435,6 @@ def main():
     for text in messages:
         if text and text not in result["warnings"]:
             result["warnings"].append(text)
-    result = scrub(result, [s for s in request.get("secrets", []) if s])
     answer.write(MARK + json.dumps(result, default=str) + "\n")
     answer.flush()
 
@@ -584,7 +571,8 @@ def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', e
     appears in the process list.
     """
     secrets = secret_values(argv)
-    request = json.dumps({'argv': list(argv), 'module': module, 'secrets': secrets})
+    # the module scrubs the answer; the probe never sees which values are secret
+    request = json.dumps({'argv': list(argv), 'module': module})
     env = dict((str(k), str(v)) for k, v in (environment or {}).items())
     # a check must not write into the release it checks
     env['PYTHONDONTWRITEBYTECODE'] = '1'

@@ -155,13 +155,8 @@ notes:
 seealso:
   - module: ansible.builtin.systemd_service
   - module: ansible.builtin.uri
-attributes:
-  check_mode:
-    description: Can run in check mode; it only reads, so it does the same as without.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
+extends_documentation_fragment:
+  - ddtree.sglang.read_only
 '''
 
 EXAMPLES = r'''

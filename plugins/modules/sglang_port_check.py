@@ -33,13 +33,8 @@ options:
     description: Unit whose own processes may hold the port, for example C(sglang-qwen.service). Empty for none.
     type: str
     default: ""
-attributes:
-  check_mode:
-    description: Can run in check mode; it only reads, so it does the same as without.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
+extends_documentation_fragment:
+  - ddtree.sglang.read_only
 '''
 
 EXAMPLES = r'''
