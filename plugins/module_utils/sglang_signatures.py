@@ -39,9 +39,11 @@ _PHASE_MARKERS = (
     (re.compile(r'Load weight end\b'), 'sizing_pools'),
     (re.compile(r'KV Cache is allocated\b'), 'pools_sized'),
     (re.compile(r'Memory pool end\b'), 'pools_sized'),
-    (re.compile(r'Capture cuda graph begin\b'), 'capturing_cuda_graph'),
+    # older builds: "Capture cuda graph begin."; 0.5.23 names the graph: "Capture target decode CUDA graph
+    # begin." (model_runner_components/cuda_graph_setup.py), then prefill / draft captures follow in turn
+    (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph begin\b', re.IGNORECASE), 'capturing_cuda_graph'),
     # after capture the server still has to start its tokenizer manager and bind the port
-    (re.compile(r'Capture cuda graph end\b'), 'binding'),
+    (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph end\b', re.IGNORECASE), 'binding'),
     (re.compile(r'Uvicorn running on '), 'binding'),
     (re.compile(r'The server is fired up and ready to roll'), 'ready'),
 )
@@ -409,6 +411,10 @@ def furthest_phase(current, line):
     """``current`` or the phase ``line`` marks, whichever is further into start-up."""
     for regex, phase in _PHASE_MARKERS:
         if regex.search(line) and _PHASE_RANK[phase] > _PHASE_RANK[current]:
+            return phase
+        # a capture that begins after another one ended (piecewise after decode graphs, draft after
+        # target) is capture again, not serving: an OOM there is the graphs' memory, not traffic's
+        if regex.search(line) and phase == 'capturing_cuda_graph' and current == 'binding':
             return phase
     return current
 

@@ -121,6 +121,17 @@ def test_oom_during_graph_capture_beats_generic_capture_failure():
     # python/sglang/srt/entrypoints/http_server.py::_wait_and_warmup
     (START + [PREFIX + 'Capture cuda graph end. Time elapsed: 12.1 s.', 'INFO:     Uvicorn running on http://127.0.0.1:30000',
               PREFIX + 'The server is fired up and ready to roll!'], 'cuda_oom_serving'),
+    # piecewise (extend) graphs are captured after the decode graphs ended: still capture, not serving
+    (START + [PREFIX + 'Capture cuda graph begin. This can take up to several minutes.',
+              PREFIX + 'Capture cuda graph end. Time elapsed: 12.1 s.',
+              PREFIX + 'Capture cuda graph begin. Piecewise (extend) graphs, num_tokens: [4096, 2048].'],
+     'cuda_oom_graph_capture'),
+    # sglang 0.5.23 model_runner_components/cuda_graph_setup.py: "Capture {role} decode {CUDA graph} begin."
+    (START + [PREFIX + 'Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=9.1 GB'],
+     'cuda_oom_graph_capture'),
+    (START + [PREFIX + 'Capture target decode CUDA graph end. bs=[1, 2, 4], elapsed=8.2 s',
+              PREFIX + 'Capture target prefill CUDA graph begin. backend=full, num_tokens=[512], avail mem=2.0 GB'],
+     'cuda_oom_graph_capture'),
 ])
 def test_cuda_oom_is_told_apart_by_phase(context, expected):
     # pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::malloc (pytorch/pytorch#103715)
@@ -252,6 +263,10 @@ def test_nothing_fatal():
     (START + [PREFIX + 'Memory pool end. avail mem=4.10 GB'], 'pools_sized'),
     (START + [PREFIX + 'Capture cuda graph begin. This can take up to several minutes.'], 'capturing_cuda_graph'),
     (START + [PREFIX + 'Capture cuda graph end. Time elapsed: 3.2 s'], 'binding'),
+    (START + [PREFIX + 'Capture target decode CUDA graph begin. backend=full'], 'capturing_cuda_graph'),
+    (START + [PREFIX + 'Capture target decode CUDA graph end. elapsed=8.2 s'], 'binding'),
+    # a capture after serving started is not start-up capture
+    (START + [PREFIX + 'The server is fired up and ready to roll!', PREFIX + 'Capture cuda graph begin.'], 'ready'),
     (START + ['INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)'], 'binding'),
     (START + ['[2026-11-29 09:01:00] The server is fired up and ready to roll!'], 'ready'),
     # TP1 still loading while TP0 is capturing: the furthest phase counts
