@@ -221,6 +221,32 @@ def test_patched_server_reads_its_api_key_from_the_environment(patched):
     assert given["api_key"] == "sk-cli"
 
 
+LOGGED = r"""
+import ast, json, sys
+from sglang.srt.sampling.watermarking.core import redact_watermark_secrets
+from sglang.srt.server_args import prepare_server_args, redact_api_keys
+args = prepare_server_args(json.loads(sys.argv[1]))
+# engine.py imports more than the lab's parser closure holds: read what its log helper calls
+engine = sys.modules["sglang.srt.server_args"].__file__.replace("server_args.py", "entrypoints/engine.py")
+tree = ast.parse(open(engine, encoding="utf-8").read())
+helper = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_server_args_for_logging")
+calls = sorted({n.func.id for n in ast.walk(helper) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)})
+print(json.dumps({"logged": str(redact_api_keys(redact_watermark_secrets(args.resolved_dict()))), "calls": calls}))
+"""
+
+
+def test_patched_server_leaves_its_api_keys_out_of_the_startup_log(patched):
+    environment = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=str(patched), SGLANG_API_KEY="sk-lab-env")
+    argv = ["--model-path", "/x", "--admin-api-key", "sk-lab-admin"]
+    run = subprocess.run([CLOSURE_PYTHON, "-c", LOGGED, json.dumps(argv)], capture_output=True, text=True,
+                         env=environment, check=False, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    answer = json.loads(run.stdout)
+    assert "redact_api_keys" in answer["calls"] and "redact_watermark_secrets" in answer["calls"]
+    assert "sk-lab-env" not in answer["logged"] and "sk-lab-admin" not in answer["logged"]
+    assert "'api_key': '<redacted>'" in answer["logged"] and "'model_path': '/x'" in answer["logged"]
+
+
 def test_prebuilt_wheel_is_the_patched_tree_with_a_true_record(wheelhouse, patched):
     stamp = json.loads(open(os.path.join(WHEELHOUSE, ".stamps", "prebuilt.json"), encoding="utf-8").read())
     path = os.path.join(WHEELHOUSE, stamp["file"])
@@ -237,7 +263,7 @@ def test_prebuilt_wheel_is_the_patched_tree_with_a_true_record(wheelhouse, patch
             data = wheel.read(name)
             assert digest == wb.record_hash(data) and int(size) == len(data), name
         for patched_file in ("sglang/srt/arg_groups/fields/spec.py", "sglang/srt/speculative/ddtree_info.py",
-                             "sglang/srt/server_args.py"):
+                             "sglang/srt/server_args.py", "sglang/srt/entrypoints/engine.py"):
             assert wheel.read(patched_file) == (patched / patched_file).read_bytes()
 
 
