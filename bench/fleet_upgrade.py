@@ -34,6 +34,10 @@ def load_run(path):
     return run
 
 
+def _secs(value):
+    return 'not measured' if value is None else '%.0f s' % value
+
+
 def mib(text):
     match = re.match(r'\s*([\d.]+)\s*([kKMG]i?B|B)', text or '')
     if not match:
@@ -68,12 +72,16 @@ def main():
              '|---|---|---|---|---|---|---|---|']
     sizes = sorted({run['hosts'] for run in runs if run['name'] in ('batched', 'one_at_a_time')})
     for size in sizes:
-        batched = next(run for run in runs if run['name'] == 'batched' and run['hosts'] == size)
-        single = next(run for run in runs if run['name'] == 'one_at_a_time' and run['hosts'] == size)
-        lines.append('| %d | %.0f s | %.0f s | %.2fx | %d / %d | %s / %s | %s | %s / %s |' % (
-            size, batched['wall_s'], single['wall_s'], single['wall_s'] / batched['wall_s'],
-            batched['waves'], single['waves'], batched['mean_deploy_s'], single['mean_deploy_s'],
-            single['mean_sim_start_s'], batched['mean_overhead_s'], single['mean_overhead_s']))
+        batched = next((run for run in runs if run['name'] == 'batched' and run['hosts'] == size), None)
+        single = next((run for run in runs if run['name'] == 'one_at_a_time' and run['hosts'] == size), None)
+        # a size with one of its runs missing: the benchmark is still running, or was stopped
+        none = {'wall_s': None, 'waves': None, 'mean_deploy_s': '-', 'mean_sim_start_s': '-', 'mean_overhead_s': '-'}
+        one, two = batched or none, single or none
+        lines.append('| %d | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |' % (
+            size, _secs(one['wall_s']), _secs(two['wall_s']),
+            '%.2fx' % (two['wall_s'] / one['wall_s']) if batched and single else 'not measured',
+            one['waves'] if batched else '-', two['waves'] if single else '-', one['mean_deploy_s'], two['mean_deploy_s'],
+            (single or batched)['mean_sim_start_s'], one['mean_overhead_s'], two['mean_overhead_s']))
     variants = [run for run in runs if run['name'] not in ('batched', 'one_at_a_time')]
     if variants:
         biggest = variants[0]['hosts']
