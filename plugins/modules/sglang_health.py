@@ -325,6 +325,7 @@ from urllib.request import ProxyHandler, Request, build_opener
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
 
 JOURNAL_TAIL = 40
@@ -510,28 +511,6 @@ class HttpProbe(threading.Thread):
         except Exception as e:  # pylint: disable=broad-except
             # a bug here must surface as a verdict, not as a silent thread death and a timeout
             self._fail('probe_error', 'the HTTP probe crashed: %s' % e)
-
-
-def parse_env_file(text):
-    """Assignments of a systemd EnvironmentFile: NAME=value lines, '#'/';' comments, a value in
-    single quotes taken verbatim, in double quotes with backslash escapes; the last one wins."""
-    values = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in '#;' or '=' not in line:
-            continue
-        name, value = line.split('=', 1)
-        name = name.strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] == "'":
-            value = value[1:-1]
-        elif len(value) >= 2 and value[0] == value[-1] == '"':
-            out, chars = [], iter(value[1:-1])
-            for char in chars:
-                out.append(next(chars, '') if char == '\\' else char)
-            value = ''.join(out)
-        values[name] = value
-    return values
 
 
 def _number(value, default=None):

@@ -111,6 +111,8 @@ from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
+
 OPENER = build_opener(ProxyHandler({}))
 REQUEST_TIMEOUT_S = 5
 ENDPOINTS = ('/v1/loads?include=core', '/get_load')
@@ -122,21 +124,6 @@ class NotAnswering(Exception):
 
 class NoLoadEndpoint(Exception):
     pass
-
-
-def parse_env_file(text):
-    """NAME=value lines of a systemd EnvironmentFile (quotes stripped); the last one wins."""
-    values = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in '#;' or '=' not in line:
-            continue
-        name, value = line.split('=', 1)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in '\'"':
-            value = value[1:-1]
-        values[name.strip()] = value
-    return values
 
 
 def in_flight_of(endpoint, body):
