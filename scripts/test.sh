@@ -54,9 +54,8 @@ stage_molecule_bad_input() { molecule test -s bad_input ; }
 stage_molecule_fleet() { molecule test -s fleet ; }
 stage_molecule_zero_downtime() { molecule test -s zero_downtime ; }
 
-# ladder, bad_input, fleet and zero_downtime exist (stage_molecule_* above) but have not yet passed
-# on this tree in one run; they join STAGES when they have (issues 5, 6, 7).
-STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening)
+# ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes
+STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening molecule_bad_input molecule_fleet molecule_zero_downtime)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 for stage in "${STAGES[@]}"; do
