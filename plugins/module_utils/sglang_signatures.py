@@ -410,11 +410,11 @@ def signature(sig_id):
 def furthest_phase(current, line):
     """``current`` or the phase ``line`` marks, whichever is further into start-up."""
     for regex, phase in _PHASE_MARKERS:
-        if regex.search(line) and _PHASE_RANK[phase] > _PHASE_RANK[current]:
-            return phase
+        if not regex.search(line):
+            continue
         # a capture that begins after another one ended (piecewise after decode graphs, draft after
         # target) is capture again, not serving: an OOM there is the graphs' memory, not traffic's
-        if regex.search(line) and phase == 'capturing_cuda_graph' and current == 'binding':
+        if _PHASE_RANK[phase] > _PHASE_RANK[current] or (phase, current) == ('capturing_cuda_graph', 'binding'):
             return phase
     return current
 
