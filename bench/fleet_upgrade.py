@@ -34,6 +34,22 @@ def load_run(path):
     return run
 
 
+def earlier_runs(path, runs):
+    """Runs of an earlier results file whose (name, hosts) this run does not have, so that a run
+    of the larger sizes alone does not erase the smaller ones measured before."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        previous = json.load(f)
+    have = {(run['name'], run['hosts']) for run in runs}
+    kept = []
+    for run in previous.get('runs', []):
+        if (run['name'], run['hosts']) not in have and run['name'] in ('batched', 'one_at_a_time'):
+            run['earlier'] = run.get('earlier') or run.get('date') or previous.get('machine', {}).get('date') or 'an earlier run'
+            kept.append(run)
+    return kept
+
+
 def _secs(value):
     return 'not measured' if value is None else '%.0f s' % value
 
@@ -53,9 +69,12 @@ def main():
     parser.add_argument('--batch-serial', default='25%')
     parser.add_argument('--md', required=True)
     parser.add_argument('--json', required=True)
+    parser.add_argument('--previous', help='an earlier fleet_upgrade.json: its runs of sizes this run does not '
+                        'measure are kept, marked as earlier')
     parser.add_argument('runs', nargs='+')
     args = parser.parse_args()
     runs = [load_run(path) for path in args.runs]
+    runs += earlier_runs(args.previous, runs)
     machine = json.load(open(args.machine)) if args.machine else {}
     memory = json.load(open(args.memory)) if args.memory else []
     per_container = [mib(entry.get('mem_usage') or entry.get('MemUsage') or '') for entry in memory]
@@ -77,8 +96,9 @@ def main():
         # a size with one of its runs missing: the benchmark is still running, or was stopped
         none = {'wall_s': None, 'waves': None, 'mean_deploy_s': '-', 'mean_sim_start_s': '-', 'mean_overhead_s': '-'}
         one, two = batched or none, single or none
-        lines.append('| %d | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |' % (
-            size, _secs(one['wall_s']), _secs(two['wall_s']),
+        earlier = (batched or single).get('earlier')
+        lines.append('| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |' % (
+            '%d (earlier run)' % size if earlier else size, _secs(one['wall_s']), _secs(two['wall_s']),
             '%.2fx' % (two['wall_s'] / one['wall_s']) if batched and single else 'not measured',
             one['waves'] if batched else '-', two['waves'] if single else '-', one['mean_deploy_s'], two['mean_deploy_s'],
             (single or batched)['mean_sim_start_s'], one['mean_overhead_s'], two['mean_overhead_s']))
@@ -92,10 +112,14 @@ def main():
             lines.append('| %s | %d | %s | %s | %.0f s | %s | %s | %s |' % (
                 run['name'], run['forks'], run['strategy'], run['serial'], run['wall_s'],
                 '%.2fx' % (run['wall_s'] / base['wall_s']) if base else '-', run['mean_deploy_s'], run['mean_overhead_s']))
+    earlier = sorted({run['earlier'] for run in runs if run.get('earlier')})
     bad = [run for run in runs if run['rc'] != 0 or set(run['summary']) - {'upgraded'}]
     notes = ['', 'Every host upgraded in every run.' if not bad else
              'Runs where not every host upgraded: ' + ', '.join(
                  '%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary']) for run in bad)]
+    if earlier:
+        notes.append('Rows marked "earlier run" are kept from the previous results file (%s), not measured in this run.'
+                     % ', '.join(earlier))
     if machine:
         notes.append('Machine: %s' % json.dumps(machine, sort_keys=True))
     text = '\n'.join(lines + notes) + '\n'

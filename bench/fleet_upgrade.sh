@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Fleet-upgrade benchmark (not a test; CI never runs it). Starts lab hosts lab-bench-01..NN
 # (simulator-only releases, group lab_light), deploys them once, then times upgrade.yml on
-# 2, 4 and 8 of them with batches (canary + upgrade_serial) against the same hosts one at a
-# time (upgrade_serial=1), then 8 of them with forks 5 and with the free strategy.
+# 2, 4, 8 and 16 of them with batches (canary + upgrade_serial) against the same hosts one at a
+# time (upgrade_serial=1), then the largest size with forks 5 and with the free strategy.
 # Each upgrade changes the unit (a new Environment= value), so every host restarts and is
 # judged. Per host, Ansible's control-side overhead = deploy time minus the simulator's own
 # start delay (its first journal line to "fired up and ready" in the same invocation).
 # Removes only the containers it started. Results: bench/results/fleet_upgrade.{md,json}
 # (rewritten after every run, so a stopped run leaves the runs it finished).
-# Usage: bench/fleet_upgrade.sh [SIZES (default "2 4 8")]; env BENCH_SERIAL (default 50%),
+# Usage: bench/fleet_upgrade.sh [SIZES (default "2 4 8 16")]; env BENCH_SERIAL (default 50%),
 # BENCH_VARIANT_HOSTS (default: the largest size; the fleet size of the forks 5 / free runs)
 # On a shared controller run it under the lab lock: flock /tmp/ddtree-molecule.lock bench/fleet_upgrade.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SIZES=${1:-2 4 8}
+SIZES=${1:-2 4 8 16}
 BATCH_SERIAL=${BENCH_SERIAL:-50%}
 IMAGE=${DDTREE_LAB_IMAGE:-localhost/ddtree-lab:bookworm}
 MAX=0; for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
@@ -27,6 +27,9 @@ lab/build-wheelhouse.sh >/dev/null
 export ANSIBLE_COLLECTIONS_PATH="$ROOT/.deps/tree:$ROOT/.deps"
 WORK=$(mktemp -d /tmp/ddtree-bench-fleet.XXXXXX)
 mkdir -p bench/results
+# a run of some sizes keeps the earlier file's other sizes (marked as earlier in the table)
+PREVIOUS=$WORK/previous.json
+[ -f bench/results/fleet_upgrade.json ] && cp bench/results/fleet_upgrade.json "$PREVIOUS"
 LOG=bench/results/fleet_upgrade.log
 : >"$LOG"
 HOSTS=()
@@ -80,7 +83,7 @@ first_deploy_s=$(($(date +%s) - deploy_start))
 # memory with every host serving: the containers' own accounting and the machine's
 podman stats --no-stream --format json "${HOSTS[@]}" >"$WORK/memory.json"
 free_after=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
-echo "{\"hosts\": $MAX, \"mem_available_before_kib\": $free_before, \"mem_available_after_kib\": $free_after, \"containers_s\": $containers_s, \"prepare_s\": $prepare_s, \"first_deploy_s\": $first_deploy_s, \"cpus\": $(nproc)}" >"$WORK/machine.json"
+echo "{\"date\": \"$(date -u '+%Y-%m-%d %H:%M UTC')\", \"hosts\": $MAX, \"mem_available_before_kib\": $free_before, \"mem_available_after_kib\": $free_after, \"containers_s\": $containers_s, \"prepare_s\": $prepare_s, \"first_deploy_s\": $first_deploy_s, \"cpus\": $(nproc)}" >"$WORK/machine.json"
 
 run=0
 RUNS=()
@@ -122,7 +125,7 @@ print(json.dumps({"first_us": int(rows[0]["__REALTIME_TIMESTAMP"]) if rows else 
 
 report() {
   python3 bench/fleet_upgrade.py --machine "$WORK/machine.json" --memory "$WORK/memory.json" \
-    --batch-serial "$BATCH_SERIAL" --md bench/results/fleet_upgrade.md --json bench/results/fleet_upgrade.json "${RUNS[@]}"
+    --batch-serial "$BATCH_SERIAL" --previous "$PREVIOUS" --md bench/results/fleet_upgrade.md --json bench/results/fleet_upgrade.json "${RUNS[@]}"
 }
 
 for n in $SIZES; do

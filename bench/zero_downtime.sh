@@ -6,8 +6,8 @@
 # first with drain and rejoin (release 2), then without (release 3, sglang_router_routers=[]).
 # In both, lab-zd3's new version fails and is rolled back. Prints requests sent, failed, p50 and
 # p99 before and during the upgrade for both runs, and writes bench/results/zero_downtime.{md,json}.
-# About 15 minutes on an idle 2-core machine (estimated from its steps: lab, then two upgrades of about 4 minutes each under the
-# load). Other molecule runs on the machine: wrap it in their lock,
+# About 12 minutes on an idle 2-core machine (733 s on 2026-11-29: lab 196 s, then two upgrades of about
+# 4 minutes each under the load). Other molecule runs on the machine: wrap it in their lock,
 #   flock /tmp/ddtree-molecule.lock bench/zero_downtime.sh
 # Usage: bench/zero_downtime.sh [--keep]  (--keep: leave the hosts up)
 set -euo pipefail
