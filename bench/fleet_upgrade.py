@@ -45,7 +45,8 @@ def earlier_runs(path, runs):
     kept = []
     for run in previous.get('runs', []):
         if (run['name'], run['hosts']) not in have and run['name'] in ('batched', 'one_at_a_time'):
-            run['earlier'] = run.get('earlier') or run.get('date') or previous.get('machine', {}).get('date') or 'an earlier run'
+            # kept twice over, a run keeps the date of the run that measured it
+            run['earlier'] = run.get('earlier') or previous.get('machine', {}).get('date') or 'an earlier run'
             kept.append(run)
     return kept
 
@@ -96,9 +97,9 @@ def main():
         # a size with one of its runs missing: the benchmark is still running, or was stopped
         none = {'wall_s': None, 'waves': None, 'mean_deploy_s': '-', 'mean_sim_start_s': '-', 'mean_overhead_s': '-'}
         one, two = batched or none, single or none
-        earlier = (batched or single).get('earlier')
+        kept_from_earlier = (batched or single).get('earlier')
         lines.append('| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |' % (
-            '%d (earlier run)' % size if earlier else size, _secs(one['wall_s']), _secs(two['wall_s']),
+            '%d (earlier run)' % size if kept_from_earlier else size, _secs(one['wall_s']), _secs(two['wall_s']),
             '%.2fx' % (two['wall_s'] / one['wall_s']) if batched and single else 'not measured',
             one['waves'] if batched else '-', two['waves'] if single else '-', one['mean_deploy_s'], two['mean_deploy_s'],
             (single or batched)['mean_sim_start_s'], one['mean_overhead_s'], two['mean_overhead_s']))
@@ -112,14 +113,14 @@ def main():
             lines.append('| %s | %d | %s | %s | %.0f s | %s | %s | %s |' % (
                 run['name'], run['forks'], run['strategy'], run['serial'], run['wall_s'],
                 '%.2fx' % (run['wall_s'] / base['wall_s']) if base else '-', run['mean_deploy_s'], run['mean_overhead_s']))
-    earlier = sorted({run['earlier'] for run in runs if run.get('earlier')})
+    earlier_dates = sorted({run['earlier'] for run in runs if run.get('earlier')})
     bad = [run for run in runs if run['rc'] != 0 or set(run['summary']) - {'upgraded'}]
     notes = ['', 'Every host upgraded in every run.' if not bad else
              'Runs where not every host upgraded: ' + ', '.join(
                  '%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary']) for run in bad)]
-    if earlier:
+    if earlier_dates:
         notes.append('Rows marked "earlier run" are kept from the previous results file (%s), not measured in this run.'
-                     % ', '.join(earlier))
+                     % ', '.join(earlier_dates))
     if machine:
         notes.append('Machine: %s' % json.dumps(machine, sort_keys=True))
     text = '\n'.join(lines + notes) + '\n'
