@@ -27,6 +27,7 @@ stage_lab_units() { python -m pytest -q -p no:cacheprovider lab/tests ; }
 stage_lint() { ansible-lint --profile production ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint ; }
+stage_docs() { scripts/role_docs.sh --check ; }
 stage_build_doc() {
   local out; out=$(mktemp -d)
   ansible-galaxy collection build --force --output-path "$out" >/dev/null &&
@@ -55,7 +56,7 @@ stage_molecule_fleet() { molecule test -s fleet ; }
 stage_molecule_zero_downtime() { molecule test -s zero_downtime ; }
 
 # ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes
-STAGES=(units lab_units lint sanity changelog build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening molecule_bad_input molecule_fleet molecule_zero_downtime)
+STAGES=(units lab_units lint sanity changelog docs build_doc molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening molecule_bad_input molecule_fleet molecule_zero_downtime)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 for stage in "${STAGES[@]}"; do

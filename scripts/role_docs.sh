@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Regenerates each role's README.md from its meta/argument_specs.yml with aar-doc
+# (pinned in requirements-dev.txt) and scripts/role_docs.md.j2, so every role variable is
+# described once, in its argument spec. --check writes nothing: it exits 1 and names every
+# README that differs from what the argument specs give.
+# Usage: scripts/role_docs.sh [--check]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+AAR_DOC=${AAR_DOC:-$ROOT/.venv/bin/aar-doc}
+check=false
+[ "${1:-}" = --check ] && check=true
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+stale=()
+for role in roles/*/; do
+  role=${role%/}
+  [ -f "$role/meta/argument_specs.yml" ] || continue
+  out="$tmp/$(basename "$role").md"
+  # aar-doc reads .aar_doc.yml from the working directory: run it where there is none
+  (cd "$tmp" && "$AAR_DOC" --output-file "$out" --output-mode replace \
+    --output-template "$ROOT/scripts/role_docs.md.j2" "$ROOT/$role" markdown) >/dev/null
+  # aar-doc leaves P(name#type) plugin references as they are
+  sed -i -E 's/P\(([^)#]+)#[a-z]+\)/`\1`/g' "$out"
+  if ! cmp -s "$out" "$role/README.md"; then
+    if $check; then stale+=("$role/README.md"); else cp "$out" "$role/README.md"; echo "wrote $role/README.md"; fi
+  fi
+done
+if [ ${#stale[@]} -gt 0 ]; then
+  printf 'stale (run scripts/role_docs.sh): %s\n' "${stale[@]}" >&2
+  exit 1
+fi
+$check && echo "role READMEs match their argument specs"
+exit 0
