@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's real-GPU check: runs bench/real_gpu_check.yml (gpu_facts and the ml-env probe, local
+# The real-GPU check of the ml-env probe: runs bench/real_gpu_check.yml (gpu_facts and the ml-env probe, local
 # connection) on a machine with a real NVIDIA GPU and leaves real_gpu_check.json and the log in
 # REAL_GPU_CHECK_OUT (default bench/results). docs/real-gpu-check.md holds what it gave on an H200.
 #
