@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates each role's README.md from its meta/argument_specs.yml with aar-doc
 # (pinned in requirements-dev.txt) and scripts/role_docs.md.j2, so every role variable is
-# described once, in its argument spec. --check writes nothing: it exits 1 and names every
-# README that differs from what the argument specs give.
+# described once, in its argument spec; and the failure catalogue of
+# docs/verdict-and-failures.md from the signature table (scripts/failure_catalogue.py).
+# --check writes nothing: it exits 1 and names every page that differs from its source.
 # Usage: scripts/role_docs.sh [--check]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,15 +21,21 @@ for role in roles/*/; do
   # aar-doc reads .aar_doc.yml from the working directory: run it where there is none
   (cd "$tmp" && "$AAR_DOC" --output-file "$out" --output-mode replace \
     --output-template "$ROOT/scripts/role_docs.md.j2" "$ROOT/$role" markdown) >/dev/null
-  # aar-doc leaves P(name#type) plugin references as they are
+  # aar-doc leaves P(name#type) plugin references as they are; the backticks are Markdown
+  # shellcheck disable=SC2016
   sed -i -E 's/P\(([^)#]+)#[a-z]+\)/`\1`/g' "$out"
   if ! cmp -s "$out" "$role/README.md"; then
     if $check; then stale+=("$role/README.md"); else cp "$out" "$role/README.md"; echo "wrote $role/README.md"; fi
   fi
 done
+if $check; then
+  python3 scripts/failure_catalogue.py --check 2>/dev/null || stale+=(docs/verdict-and-failures.md)
+else
+  python3 scripts/failure_catalogue.py
+fi
 if [ ${#stale[@]} -gt 0 ]; then
   printf 'stale (run scripts/role_docs.sh): %s\n' "${stale[@]}" >&2
   exit 1
 fi
-$check && echo "role READMEs match their argument specs"
+$check && echo "role READMEs and the failure catalogue match their sources"
 exit 0
