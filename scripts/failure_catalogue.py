@@ -29,8 +29,9 @@ def main(argv):
     text = PAGE.read_text(encoding='utf-8')
     if BEGIN + '\n' not in text or END not in text:
         sys.exit(f'{PAGE}: the failure catalogue markers are missing')
-    head, _, rest = text.partition(BEGIN + '\n')
-    tail = rest[rest.index(END) + len(END):]
+    start = text.index(BEGIN + '\n')
+    head = text[:start]
+    tail = text[text.index(END, start) + len(END):]
     new = head + BEGIN + '\n' + table() + '\n' + END + tail
     if new == text:
         return 0
