@@ -24,6 +24,7 @@ for role in roles/*/; do
   # aar-doc leaves P(name#type) plugin references as they are; the backticks are Markdown
   # shellcheck disable=SC2016
   sed -i -E 's/P\(([^)#]+)#[a-z]+\)/`\1`/g' "$out"
+  cat -s "$out" >"$out.squeezed" && mv "$out.squeezed" "$out"  # one blank line between blocks
   if ! cmp -s "$out" "$role/README.md"; then
     if $check; then stale+=("$role/README.md"); else cp "$out" "$role/README.md"; echo "wrote $role/README.md"; fi
   fi
