@@ -1,11 +1,14 @@
-# The two entry points README gives; both start from a fresh machine.
-.PHONY: demo test setup lab-up lab-down
+# The two entry points README gives; both start from a fresh machine. `make check` is the inner loop.
+.PHONY: demo test check setup lab-up lab-down
 
 demo:  ## set up, start lab hosts ct129 + ct200, deploy (healthy), then the field notes' failure (fast verdict + rollback)
 	scripts/demo.sh
 
-test:  ## every test: units, lint, sanity, changelog, build + ansible-doc, molecule scenarios
+test:  ## every test: units, lab units, lint, sanity, changelog, docs, build, molecule scenarios
 	scripts/test.sh
+
+check:  ## the inner loop, no lab hosts, within 5 minutes: units, lint, sanity, changelog, docs, build
+	scripts/test.sh units lint sanity changelog docs build
 
 setup:
 	scripts/setup.sh

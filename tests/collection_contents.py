@@ -106,12 +106,10 @@ def version_added_values(doc, where):
             if key == "version_added":
                 yield where, value
             else:
-                for found in version_added_values(value, "%s.%s" % (where, key)):
-                    yield found
+                yield from version_added_values(value, "%s.%s" % (where, key))
     elif isinstance(doc, list):
         for index, value in enumerate(doc):
-            for found in version_added_values(value, "%s[%d]" % (where, index)):
-                yield found
+            yield from version_added_values(value, "%s[%d]" % (where, index))
 
 
 def versions_problems(version, docs, changelog, changelog_rst, fragments):
@@ -178,10 +176,11 @@ def main(argv):
 
     for problem in problems:
         print(problem)
-    kinds = sorted({kind for kind, _ in plugins})
+    counts = {}
+    for key in plugins:
+        counts[key[0]] = counts.get(key[0], 0) + 1
     print("%s %s: %d files; docs read for %s; %d problem(s)"
-          % (NAMESPACE, version, len(files), ", ".join("%d %ss" % (sum(1 for k, _ in plugins if k == kind), kind) for kind in kinds),
-             len(problems)))
+          % (NAMESPACE, version, len(files), ", ".join("%d %ss" % (counts[kind], kind) for kind in sorted(counts)), len(problems)))
     return 1 if problems else 0
 
 
