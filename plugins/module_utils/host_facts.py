@@ -1,0 +1,313 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a deploy's checks and plan read from one host, gathered by one module call.
+
+Every reader here takes its I/O as arguments (a command runner, a /proc root, file paths) so
+that unit tests give it files in a temporary directory. The module sglang_host_facts is the
+argument spec and these calls; the assertions run on the controller (filter sglang_validate).
+"""
+
+from __future__ import annotations
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+import re
+
+from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
+
+# --- nvidia-smi (the parsing of module gpu_facts, which may import it from here) -------------
+QUERY_FIELDS = ('index', 'name', 'uuid', 'memory.total', 'driver_version', 'compute_cap')
+_MISSING = ('', '[N/A]', 'N/A', '[Not Supported]', '[Unknown Error]', '[Insufficient Permissions]')
+_CUDA_VERSION = re.compile(r'^\s*CUDA Version\s*:\s*(\S+)', re.MULTILINE)
+_SIMULATED = 'SIMULATED'
+NVIDIA_SMI_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin']
+
+
+def query_argv(binary, fields=QUERY_FIELDS):
+    return [binary, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits']
+
+
+def _value(text):
+    text = (text or '').strip()
+    return None if text in _MISSING else text
+
+
+def _int(text):
+    try:
+        return int(float(text))
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_query_csv(text, fields=QUERY_FIELDS):
+    """--query-gpu csv (noheader, nounits) as GPU dicts; a comma in a name does not shift columns."""
+    gpus = []
+    width = len(fields)
+    name_at = fields.index('name')
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = [c.strip() for c in line.split(',')]
+        if len(cells) < width:
+            raise ValueError('nvidia-smi csv line has %d fields, expected %d: %r' % (len(cells), width, line))
+        if len(cells) > width:
+            extra = len(cells) - width
+            cells = cells[:name_at] + [', '.join(cells[name_at:name_at + extra + 1])] + cells[name_at + extra + 1:]
+        row = dict(zip(fields, cells))
+        gpus.append({
+            'index': _int(row.get('index')),
+            'name': _value(row.get('name', '')) or 'unknown',
+            'uuid': _value(row.get('uuid', '')),
+            'memory_total_mib': _int(_value(row.get('memory.total', ''))),
+            'compute_cap': _value(row.get('compute_cap', '')),
+            'driver_version': _value(row.get('driver_version', '')),
+        })
+    gpus.sort(key=lambda g: (g['index'] is None, g['index']))
+    return gpus
+
+
+def parse_cuda_version(text):
+    found = _CUDA_VERSION.search(text or '')
+    return _value(found.group(1)) if found else None
+
+
+def build_gpu_facts(csv_text, q_text, fields=QUERY_FIELDS):
+    """The gpu_facts fact (the same keys module gpu_facts returns)."""
+    gpus = parse_query_csv(csv_text, fields)
+    drivers = [g.pop('driver_version') for g in gpus]
+    return {
+        'count': len(gpus),
+        'driver_version': next((d for d in drivers if d), None),
+        'cuda_version': parse_cuda_version(q_text),
+        'gpus': gpus,
+        'simulated': _SIMULATED in (q_text or ''),
+        'gpu_classes': sorted(set(g['name'] for g in gpus)),
+    }
+
+
+def read_gpus(run, binary):
+    """(gpu_facts, None) or (None, the message module gpu_facts fails with). ``binary`` is resolved."""
+    if not binary:
+        return None, ('nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
+                      'install the NVIDIA driver utilities, or set nvidia_smi_path')
+    fields = QUERY_FIELDS
+    rc, out, err = run(query_argv(binary, fields))
+    if rc != 0 and 'compute_cap' in (err + out):
+        # drivers before 510 reject the compute_cap field; the rest is still worth having
+        fields = tuple(f for f in QUERY_FIELDS if f != 'compute_cap')
+        rc, out, err = run(query_argv(binary, fields))
+    if rc != 0:
+        return None, ('%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
+                      'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output'))
+    q_rc, q_out, q_err = run([binary, '-q'])
+    if q_rc != 0:
+        return None, '%s -q failed (rc=%d): %s' % (binary, q_rc, (q_err or q_out).strip() or 'no output')
+    try:
+        return build_gpu_facts(out, q_out, fields), None
+    except ValueError as e:
+        return None, 'cannot parse nvidia-smi output: %s' % e
+
+
+# --- files ----------------------------------------------------------------------------------
+def path_facts(path):
+    """exists / isdir / isreg / executable of a path (following links), without reading it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {'exists': False, 'isdir': False, 'isreg': False, 'executable': False}
+    return {'exists': True, 'isdir': os.path.isdir(path), 'isreg': os.path.isfile(path),
+            'executable': os.access(path, os.X_OK) and not os.path.isdir(path), 'size': st.st_size}
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    try:
+        with open(path, 'rb') as handle:
+            for block in iter(lambda: handle.read(1 << 16), b''):
+                digest.update(block)
+    except (IOError, OSError):
+        return None
+    return digest.hexdigest()
+
+
+def model_dir_facts(directory):
+    """A model directory: whether it is one, its config.json (or why it cannot be read) and, for a
+    config.json without num_parameters, the size of its *.safetensors files (the planner's weights)."""
+    found = {'isdir': os.path.isdir(directory)}
+    path = os.path.join(directory, 'config.json')
+    try:
+        with open(path, 'r') as handle:
+            found['config'] = json.load(handle)
+    except (IOError, OSError) as e:
+        found['error'] = '%s: %s' % (path, e.strerror or e)
+        return found
+    except ValueError as e:
+        found['error'] = '%s is not JSON: %s' % (path, e)
+        return found
+    if not isinstance(found['config'], dict) or 'num_parameters' not in found['config']:
+        total = 0
+        try:
+            for name in os.listdir(directory):
+                full = os.path.join(directory, name)
+                if name.endswith('.safetensors') and os.path.isfile(full):
+                    total += os.path.getsize(full)
+        except OSError:
+            pass
+        found['safetensors_bytes'] = total
+    return found
+
+
+# --- ml_env releases --------------------------------------------------------------------------
+RELEASE_MANIFEST = 'ddtree-release.json'
+_RELEASE_ID = re.compile(r'^[0-9a-f]{8,64}$')
+
+
+def release_facts(root):
+    """{current: id or None, releases: {id: {complete, manifest}}} of an ml_env root."""
+    link = os.path.join(root, 'current')
+    current = os.path.basename(os.path.normpath(os.readlink(link))) if os.path.islink(link) else None
+    releases = {}
+    base = os.path.join(root, 'releases')
+    try:
+        names = os.listdir(base)
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(base, name)
+        if not _RELEASE_ID.match(name) or not os.path.isdir(path) or os.path.islink(path):
+            continue
+        manifest = None
+        try:
+            with open(os.path.join(path, RELEASE_MANIFEST)) as handle:
+                manifest = json.load(handle)
+        except (IOError, OSError, ValueError):
+            pass
+        releases[name] = {'complete': os.path.exists(os.path.join(path, RELEASE_MANIFEST)), 'manifest': manifest}
+    return {'current': current, 'releases': releases}
+
+
+# --- users ------------------------------------------------------------------------------------
+def user_facts(user, groups):
+    """Whether the user exists and which of ``groups`` exist on the host."""
+    try:
+        pwd.getpwnam(user)
+        exists = True
+    except KeyError:
+        exists = False
+    existing = []
+    for name in groups:
+        try:
+            grp.getgrnam(name)
+            existing.append(name)
+        except KeyError:
+            pass
+    return {'name': user, 'exists': exists, 'groups_existing': existing}
+
+
+def user_access_argv(user, argv):
+    """argv run as ``user`` with its groups (setpriv, util-linux), as the service would run."""
+    return ['setpriv', '--reuid', user, '--regid', user, '--init-groups', '--'] + list(argv)
+
+
+def user_access(run, user, dirs, python):
+    """What the service user cannot use, as the role words it: each directory it cannot read and
+    search, and the interpreter it cannot start with why ('/x/bin/python (Permission denied)')."""
+    problems = []
+    for directory in dirs:
+        rc, out, err = run(user_access_argv(user, ['test', '-r', directory, '-a', '-x', directory]))
+        if rc != 0:
+            problems.append(directory)
+    if python:
+        rc, out, err = run(user_access_argv(user, [python, '-I', '-c', '']))
+        if rc != 0:
+            problems.append('%s (%s)' % (python, (err or '').strip() or 'exit %d' % rc))
+    return problems
+
+
+# --- the port ---------------------------------------------------------------------------------
+def process_unit(pid, proc='/proc'):
+    """The .service/.scope a process belongs to, from /proc/<pid>/cgroup (v2 or v1's name=systemd)."""
+    try:
+        with open(os.path.join(proc, str(pid), 'cgroup'), 'r') as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return ''
+    for line in text.splitlines():
+        parts = line.split(':', 2)
+        if len(parts) != 3 or parts[1] not in ('', 'name=systemd'):
+            continue
+        for part in reversed(parts[2].strip('/').split('/')):
+            if part.endswith(('.service', '.scope')):
+                return part
+    return ''
+
+
+def port_check(port, unit_pids, unit='', proc='/proc'):
+    """Who listens on ``port`` (the result of module sglang_port_check, without ``changed``)."""
+    listeners = journal.listening_inodes(port, proc)
+    result = {'in_use': False, 'listening': bool(listeners), 'unit_holds': False, 'holders': [], 'unreadable': 0}
+    if not listeners:
+        result['msg'] = 'nothing listens on port %d' % port
+        return result
+    try:
+        entries = sorted(int(e) for e in os.listdir(proc) if e.isdigit())
+    except OSError:
+        entries = []
+    for pid in entries:
+        try:
+            held = journal.pid_socket_inodes(pid, proc) & listeners
+        except OSError:
+            result['unreadable'] += 1
+            continue
+        if not held:
+            continue
+        if pid in unit_pids:
+            result['unit_holds'] = True
+        else:
+            result['holders'].append({'pid': pid, 'name': journal.process_name(pid, proc), 'unit': process_unit(pid, proc)})
+    owner = unit or 'the unit'
+    if result['holders']:
+        result['in_use'] = True
+        result['msg'] = '%s listen%s on port %d, not %s' % (
+            ', '.join('PID %d (%s)' % (h['pid'], ', '.join(x for x in (h['name'], h['unit']) if x)) for h in result['holders']),
+            's' if len(result['holders']) == 1 else '', port, owner)
+    elif result['unit_holds']:
+        result['msg'] = '%s holds port %d' % (owner, port)
+    elif not unit_pids:
+        result['in_use'] = True
+        result['msg'] = ('a process this module cannot read (%d unreadable) listens on port %d, and %s runs no process'
+                         % (result['unreadable'], port, owner))
+    else:
+        result['msg'] = ('port %d listens but its holder could not be read (%d processes unreadable; root with CAP_SYS_PTRACE '
+                         'reads them): cannot tell whether %s holds it' % (port, result['unreadable'], owner))
+    return result
+
+
+def unit_facts(run, unit, unit_path):
+    """The unit's systemd state (ActiveState, MainPID, ...), its file's sha256 and the PIDs of its cgroup."""
+    found = {'name': unit, 'path': unit_path, 'exists': os.path.isfile(unit_path) if unit_path else False,
+             'sha256': sha256_of(unit_path) if unit_path else None, 'state': {}, 'pids': []}
+    if unit:
+        rc, out, err = run(journal.systemctl_show_argv(unit))
+        if rc == 0:
+            state = journal.parse_systemctl_show(out)
+            found['state'] = state
+            if state.get('MainPID') or state.get('ActiveState') in ('active', 'activating', 'deactivating', 'reloading'):
+                found['pids'] = sorted(journal.unit_pids(state.get('ControlGroup'), state.get('MainPID')))
+    return found
+
+
+def interpreter_version(run, python):
+    """'3.11.2 x86_64' of an interpreter, or None and why it does not run (ml_env's release id input)."""
+    try:
+        rc, out, err = run([python, '-c', 'import platform, sys; print(sys.version.split()[0], platform.machine())'])
+    except OSError as e:
+        return None, str(e)
+    if rc != 0:
+        return None, (err or out or 'exit %d' % rc).strip()
+    return out.strip(), None
+
