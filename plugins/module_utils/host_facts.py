@@ -120,7 +120,8 @@ def path_facts(path):
     except OSError:
         return {'exists': False, 'isdir': False, 'isreg': False, 'executable': False}
     return {'exists': True, 'isdir': os.path.isdir(path), 'isreg': os.path.isfile(path),
-            'executable': os.access(path, os.X_OK) and not os.path.isdir(path), 'size': st.st_size}
+            'executable': os.access(path, os.X_OK) and not os.path.isdir(path), 'size': st.st_size,
+            'mode': '%04o' % (st.st_mode & 0o7777), 'uid': st.st_uid, 'gid': st.st_gid}
 
 
 def sha256_of(path):
@@ -192,12 +193,20 @@ def release_facts(root):
 
 # --- users ------------------------------------------------------------------------------------
 def user_facts(user, groups):
-    """Whether the user exists and which of ``groups`` exist on the host."""
+    """Whether the user exists (with its group, home, shell and supplementary groups, which the role's
+    user task would set) and which of ``groups`` exist on the host."""
+    found = {'name': user, 'exists': False}
     try:
-        pwd.getpwnam(user)
-        exists = True
+        entry = pwd.getpwnam(user)
     except KeyError:
-        exists = False
+        entry = None
+    if entry is not None:
+        try:
+            group = grp.getgrgid(entry.pw_gid).gr_name
+        except KeyError:
+            group = None
+        found.update(exists=True, group=group, home=entry.pw_dir, shell=entry.pw_shell,
+                     groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem))
     existing = []
     for name in groups:
         try:
@@ -205,7 +214,8 @@ def user_facts(user, groups):
             existing.append(name)
         except KeyError:
             pass
-    return {'name': user, 'exists': exists, 'groups_existing': existing}
+    found['groups_existing'] = existing
+    return found
 
 
 def user_access_argv(user, argv):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import host_facts
 
@@ -79,6 +80,7 @@ def test_paths_and_sha256(tmp_path):
     script.write_text('#!/bin/sh\n')
     os.chmod(str(script), 0o755)
     assert host_facts.path_facts(str(script))['executable'] is True
+    assert host_facts.path_facts(str(script))['mode'] == '0755'
     assert host_facts.path_facts(str(tmp_path))['executable'] is False
     assert host_facts.path_facts(str(tmp_path / 'no'))['exists'] is False
     assert host_facts.sha256_of(str(script)) == hashlib.sha256(b'#!/bin/sh\n').hexdigest()
@@ -102,7 +104,8 @@ def test_releases(tmp_path):
 
 def test_users_and_groups():
     found = host_facts.user_facts('root', ['root', 'no-such-group-xyz'])
-    assert found == {'name': 'root', 'exists': True, 'groups_existing': ['root']}
+    assert found['exists'] is True and found['group'] == 'root' and found['groups_existing'] == ['root']
+    assert found['home'] == pwd.getpwnam('root').pw_dir and isinstance(found['groups'], list)
     assert host_facts.user_facts('no-such-user-xyz', [])['exists'] is False
 
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Unchanged-deploy benchmark (not a test; CI never runs it): `ansible-playbook deploy.yml -l HOST`
+# with nothing to change, for an earlier commit (a git worktree of REF) and for this tree, side by
+# side on the same lab host. Each side first deploys once untimed (so that the host holds what
+# that side renders), then RUNS timed deploys; every timed run must report changed=0. Prints the
+# median time and task count ("TASK [" lines of the default output) of each side and the ratio.
+# Raw records: bench/results/deploy_noop/<side>-<n>.log (ignored), summary
+# bench/results/deploy_noop.{md,json}.
+# Usage: bench/deploy_noop.sh [REF (default: the merge base of HEAD and main)]
+#        env BENCH_HOST (default ct129), BENCH_RUNS (default 3)
+# The lab host must be up and deployed once (make demo, or lab/up.sh + lab/prepare.yml + deploy.yml).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+REF=${1:-$(git merge-base HEAD main)}
+HOST=${BENCH_HOST:-ct129}
+RUNS=${BENCH_RUNS:-3}
+# shellcheck disable=SC1091
+. .venv/bin/activate
+WORK=$(mktemp -d /tmp/ddtree-bench-noop.XXXXXX)
+cleanup() { git worktree remove --force "$WORK/base" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+git worktree add --quiet --detach "$WORK/base" "$REF"
+# the base tree is its own ddtree.sglang; the lab's generated pins and wheelhouse are shared
+mkdir -p "$WORK/tree/ansible_collections/ddtree"
+ln -s "$WORK/base" "$WORK/tree/ansible_collections/ddtree/sglang"
+ln -s "$ROOT/lab/wheelhouse" "$WORK/base/lab/wheelhouse"
+cp inventory/group_vars/lab/wheelhouse_pins.yml "$WORK/base/inventory/group_vars/lab/"
+OUT=bench/results/deploy_noop
+mkdir -p "$OUT"
+
+# run SIDE DIR COLLECTIONS N: one deploy, its log under $OUT, prints "seconds tasks changed"
+run() {
+  local side=$1 dir=$2 collections=$3 n=$4 log start end
+  log=$ROOT/$OUT/$side-$n.log
+  start=$(date +%s.%N)
+  (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
+     ansible-playbook deploy.yml -l "$HOST") >"$log" 2>&1 || { echo "deploy of $side failed: $log" >&2; exit 1; }
+  end=$(date +%s.%N)
+  printf '%s %s %s\n' "$(echo "$end - $start" | bc)" "$(grep -c '^TASK \[' "$log")" \
+    "$(sed -n "s/^$HOST *: .*changed=\([0-9]*\).*/\1/p" "$log")"
+}
+
+declare -A DIRS=([base]="$WORK/base" [head]="$ROOT")
+declare -A COLLECTIONS=([base]="$WORK/tree:$ROOT/.deps" [head]="$ROOT/.deps/tree:$ROOT/.deps")
+declare -A TIMES TASKS
+for side in base head; do
+  run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" 0 >/dev/null
+  for n in $(seq 1 "$RUNS"); do
+    read -r seconds tasks changed < <(run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "$n")
+    [ "$changed" = 0 ] || { echo "$side run $n changed $changed tasks: not an unchanged deploy ($OUT/$side-$n.log)" >&2; exit 1; }
+    echo "$side run $n: $seconds s, $tasks tasks, changed=0"
+    TIMES[$side]="${TIMES[$side]:-} $seconds"; TASKS[$side]=$tasks
+  done
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+BASE_S=$(echo "${TIMES[base]}" | median); HEAD_S=$(echo "${TIMES[head]}" | median)
+RATIO=$(echo "scale=2; $BASE_S / $HEAD_S" | bc)
+BASE_ID=$(git rev-parse --short "$REF"); HEAD_ID=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)
+{
+  echo "# Unchanged deploy: ansible-playbook deploy.yml -l $HOST"
+  echo
+  echo "Run $(date -u +%Y-%m-%dT%H:%MZ) by bench/deploy_noop.sh, $RUNS timed runs a side after one untimed; median seconds."
+  echo
+  echo "| side | commit | seconds (median) | runs | tasks |"
+  echo "|---|---|---|---|---|"
+  echo "| before | $BASE_ID | $BASE_S | ${TIMES[base]# } | ${TASKS[base]} |"
+  echo "| this tree | $HEAD_ID | $HEAD_S | ${TIMES[head]# } | ${TASKS[head]} |"
+  echo
+  echo "Ratio (before / this tree): ${RATIO}x"
+} | tee bench/results/deploy_noop.md
+printf '{"host": "%s", "runs": %s, "base": {"commit": "%s", "seconds": [%s], "median_s": %s, "tasks": %s}, "head": {"commit": "%s", "seconds": [%s], "median_s": %s, "tasks": %s}, "ratio": %s}\n' \
+  "$HOST" "$RUNS" "$BASE_ID" "$(echo "${TIMES[base]# }" | tr ' ' ',')" "$BASE_S" "${TASKS[base]}" \
+  "$HEAD_ID" "$(echo "${TIMES[head]# }" | tr ' ' ',')" "$HEAD_S" "${TASKS[head]}" "$RATIO" >bench/results/deploy_noop.json

@@ -1,0 +1,347 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The service role's checks of its variables and of the host's fit, on the controller.
+
+One call returns every problem, each naming the variable and what it allows (the wording
+tests/bad_inputs.yml expects); the role fails once with all of them. The host is read before,
+in one remote call (module sglang_host_facts); nothing here touches it.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
+
+COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
+              'speculative_num_steps', 'speculative_num_draft_tokens', 'speculative_eagle_topk', 'speculative_ddtree_budget')
+USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
+SECRET_ENVIRONMENT = ('SGLANG_API_KEY', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN')
+
+
+def _json(value):
+    # the wording of Ansible's to_json, which the messages used before they moved here
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return json.dumps(str(value))
+
+
+def _is_str(value):
+    return isinstance(value, str)
+
+
+def _is_int(value):
+    # Jinja's `integer` test: booleans are not integers
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _match(pattern, value):
+    return _is_str(value) and re.match(pattern, value) is not None
+
+
+def _int(value):
+    """Jinja's `int` filter: 0 for what does not convert."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _fmt_num(value):
+    # Jinja prints 360.0 for a float sum
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _port_ok(value):
+    return not isinstance(value, bool) and re.match(r'^[0-9]+$', str(value)) is not None and 1 <= _int(value) <= 65535
+
+
+def variable_problems(v, hostname, group_names, groups):
+    """The checks of the role's variables alone (no host facts); ``v`` maps each variable to its value."""
+    problems = []
+    envelope = v['sglang_service_envelope']
+    env_is_map = isinstance(envelope, dict)
+
+    if 'sglang_servers' in group_names:
+        gpu_groups = [g for g in group_names if g.startswith('gpu_')]
+        if len(gpu_groups) != 1:
+            problems.append(
+                '%s is in %d GPU-class groups (%s): a host of sglang_servers must be in exactly one gpu_* group, the one whose '
+                'group_vars give its sglang_service_gpu_class and sglang_service_envelope.'
+                % (hostname, len(gpu_groups), ', '.join(gpu_groups) if gpu_groups else 'none'))
+
+    name = v['sglang_service_name']
+    if not (_match(r'^[A-Za-z0-9][A-Za-z0-9:_.-]{0,200}$', name) and not re.match(r'.*[.]service$', name)):
+        problems.append('sglang_service_name must be a unit name without ".service": letters, digits, \':\', \'_\', \'.\', \'-\' '
+                        '(for example sglang-qwen); got %s.' % _json(name))
+
+    if not (env_is_map and _match('^/', envelope.get('model_path', ''))
+            and _match('^/', envelope.get('speculative_draft_model_path', '/'))):
+        problems.append(
+            'sglang_service_envelope must be a dict of SGLang flags holding model_path, the absolute path of the model directory '
+            'on the host (the host\'s GPU-class group file sets it), and speculative_draft_model_path, if any, absolute too; '
+            'got %s.' % _json(envelope))
+    if env_is_map:
+        if 'host' in envelope or 'port' in envelope:
+            problems.append('sglang_service_envelope must not hold host or port: set sglang_service_host (default 127.0.0.1) and '
+                            'sglang_service_port (1-65535) instead; the verdict and the port check read those.')
+        try:
+            sglang_argv(envelope)
+        except AnsibleFilterError as e:
+            problems.append(str(e.message if hasattr(e, 'message') else e))
+        if 'mem_fraction_static' in envelope:
+            fraction = envelope['mem_fraction_static']
+            if not (_is_number(fraction) and 0 < fraction < 1):
+                problems.append('sglang_service_envelope.mem_fraction_static must be a number in (0, 1), the share of each GPU\'s '
+                                'memory for weights and pools (for example 0.85); got %s.' % _json(fraction))
+        bad_counts = [(k, envelope[k]) for k in envelope if k in COUNT_KEYS and not _is_int(envelope[k])]
+        bad_counts += [(k, envelope[k]) for k in envelope if k in COUNT_KEYS and _is_int(envelope[k]) and envelope[k] <= 0]
+        if bad_counts:
+            problems.append('sglang_service_envelope.%s must be a positive integer (1, 2, 3, ...); got %s.' % (
+                ', sglang_service_envelope.'.join(k for k, _ in bad_counts), _json(dict(bad_counts))))
+
+    gpu_class = v['sglang_service_gpu_class']
+    if not (isinstance(gpu_class, dict) and (
+            not gpu_class or (
+                sorted(gpu_class) == ['compute_cap', 'count', 'memory_total_mib', 'name']
+                and _is_str(gpu_class['name']) and len(gpu_class['name']) > 0
+                and _is_int(gpu_class['count']) and gpu_class['count'] > 0
+                and _is_int(gpu_class['memory_total_mib']) and gpu_class['memory_total_mib'] > 0
+                and _match(r'^[0-9]+[.][0-9]+$', gpu_class['compute_cap'])))):
+        problems.append(
+            'sglang_service_gpu_class must be {} or exactly {name: <nvidia-smi\'s GPU name>, count: <GPUs, 1 or more>, '
+            'memory_total_mib: <MiB per GPU, 1 or more>, compute_cap: <quoted, such as "8.6">} (the host\'s GPU-class group file '
+            'sets it); got %s.' % _json(gpu_class))
+
+    if not _port_ok(v['sglang_service_port']):
+        problems.append('sglang_service_port must be a TCP port in 1-65535; got %s.' % _json(v['sglang_service_port']))
+
+    if not _match(r'^[A-Za-z0-9:._-]+$', v['sglang_service_host']):
+        problems.append('sglang_service_host must be an IP address or a host name (default 127.0.0.1; anything but loopback also '
+                        'needs sglang_service_expose_api: true); got %s.' % _json(v['sglang_service_host']))
+
+    python, launcher = v['sglang_service_python'], v['sglang_service_launcher_module']
+    if not (_match('^/', python) and _match(r'^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$', launcher)):
+        problems.append(
+            'sglang_service_python must be an absolute path (default: the ml_env release\'s bin/python) and '
+            'sglang_service_launcher_module a dotted Python module name run with python -m (default sglang.launch_server); '
+            'got %s and %s.' % (_json(python), _json(launcher)))
+
+    environment = v['sglang_service_environment']
+    if not (isinstance(environment, dict)
+            and all(_match(r'^[A-Za-z_][A-Za-z0-9_]*$', k) for k in environment)
+            and all(_is_str(x) or isinstance(x, numbers.Number) for x in environment.values())
+            and not any(re.search('[\x00-\x1f]', str(x)) for x in environment.values())):
+        problems.append(
+            'sglang_service_environment must be a dict of environment variables: names of letters, digits and \'_\' not starting '
+            'with a digit, values one-line strings or numbers; got %s.' % _json(environment))
+
+    relative = [('sglang_service_environment_files', p) for p in v['sglang_service_environment_files'] if not _match('^-?/', p)]
+    relative += [('sglang_service_read_write_paths', p) for p in v['sglang_service_read_write_paths'] if not _match('^-?/', p)]
+    if not _match('^/.', v['sglang_service_state_dir']):
+        relative.append(('sglang_service_state_dir', v['sglang_service_state_dir']))
+    if relative:
+        names = []
+        for key, _ in relative:
+            if key not in names:
+                names.append(key)
+        problems.append(
+            '%s must hold absolute paths (a leading \'-\' lets systemd skip a missing one in sglang_service_environment_files '
+            'and sglang_service_read_write_paths); got %s.' % (', '.join(names), ', '.join(_json(p) for _, p in relative)))
+
+    limits = []
+    if _int(v['sglang_service_verdict_timeout']) < 1:
+        limits.append('sglang_service_verdict_timeout must be 1 or more seconds, got %s' % _json(v['sglang_service_verdict_timeout']))
+    if _int(v['sglang_service_verdict_max_tokens']) < 1:
+        limits.append('sglang_service_verdict_max_tokens must be 1 or more tokens, got %s' % _json(v['sglang_service_verdict_max_tokens']))
+    if _float(v['sglang_service_verdict_settle_s']) < 0:
+        limits.append('sglang_service_verdict_settle_s must be 0 or more seconds, got %s' % _json(v['sglang_service_verdict_settle_s']))
+    if _float(v['sglang_service_verdict_progress_s']) < 0:
+        limits.append('sglang_service_verdict_progress_s must be 0 or more seconds (0: no progress lines), got %s'
+                      % _json(v['sglang_service_verdict_progress_s']))
+    prompt = v['sglang_service_verdict_prompt']
+    if not (_is_str(prompt) and prompt.strip()):
+        limits.append('sglang_service_verdict_prompt must be a non-empty string, got %s' % _json(prompt))
+    if not _is_str(v['sglang_service_verdict_expect']):
+        limits.append('sglang_service_verdict_expect must be a string (empty: any text), got %s' % _json(v['sglang_service_verdict_expect']))
+    if limits:
+        problems.append('%s.' % '; '.join(limits))
+
+    needed = _int(v['sglang_service_verdict_timeout']) + _float(v['sglang_service_verdict_settle_s']) + 60
+    if not _int(v['sglang_service_safety_timer_s']) > needed:
+        problems.append(
+            'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s '
+            '(%s s; default sglang_service_verdict_timeout + 300), or the host would restore the old unit while the verdict '
+            'still runs; got %s.' % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
+
+    user, extra_groups = v['sglang_service_user'], v['sglang_service_supplementary_groups']
+    if not (_match(USER_NAME.pattern, user) and all(_match(USER_NAME.pattern, g) for g in extra_groups)):
+        problems.append(
+            'sglang_service_user and every entry of sglang_service_supplementary_groups must be a user or group name (lowercase '
+            'letters, digits, \'_\' and \'-\', starting with a letter or \'_\', at most 32 characters; default sglang and [video, render]); '
+            'got %s and %s.' % (_json(user), _json(extra_groups)))
+
+    problems += multinode_problems(v, hostname, groups)
+    problems += hardening_problems(v)
+
+    if v['sglang_service_memory_check'] not in ('refuse', 'warn', 'off'):
+        problems.append('sglang_service_memory_check must be refuse, warn or "off" (quoted: YAML reads a bare off as false); got %s.'
+                        % _json(v['sglang_service_memory_check']))
+    return problems
+
+
+def multinode_problems(v, hostname, groups):
+    problems = []
+    group = v['sglang_service_multinode_group']
+    if not (_is_str(group) and (len(group) == 0 or hostname in groups.get(group, []))):
+        problems.append(
+            'sglang_service_multinode_group must be empty (a single-node server) or name the inventory group whose hosts serve one '
+            'model together, which holds this host (%s); got %s%s.' % (
+                hostname, _json(group), ' (no such group)' if _is_str(group) and group and group not in groups else ''))
+    if not _port_ok(v['sglang_service_dist_init_port']):
+        problems.append('sglang_service_dist_init_port must be a TCP port in 1-65535; got %s.' % _json(v['sglang_service_dist_init_port']))
+    if not _match(r'^[A-Za-z0-9:._\[\]-]+$', v['sglang_service_node_address']):
+        problems.append('sglang_service_node_address must be a host name or IP address the other nodes reach this host at (default its '
+                        'ansible_host); got %s.' % _json(v['sglang_service_node_address']))
+    envelope = v['sglang_service_envelope']
+    if _is_str(group) and group and isinstance(envelope, dict) and any(k in envelope for k in ('nnodes', 'node_rank', 'dist_init_addr')):
+        problems.append('sglang_service_envelope must not hold nnodes, node_rank or dist_init_addr when sglang_service_multinode_group '
+                        '(%s) derives them from the inventory.' % group)
+    return problems
+
+
+def hardening_problems(v):
+    problems = []
+    host, port = v['sglang_service_host'], v['sglang_service_port']
+    loopback = _is_str(host) and (host in ('localhost', '::1') or host.startswith('127.'))
+    # a malformed address is refused as such, and an unwanted exposure before its key
+    if not _match(r'^[A-Za-z0-9:._-]+$', host):
+        pass
+    elif not (loopback or v['sglang_service_expose_api']):
+        problems.append(
+            'sglang_service_host is %s, which is not a loopback address: binding it exposes the API to the network. Set '
+            'sglang_service_expose_api: true (allowed values: true, false; default false) to mean it, or keep sglang_service_host '
+            'at 127.0.0.1 (or another 127.x address, ::1, localhost).' % host)
+    elif not (loopback or v['sglang_service_api_key_set'] or v['sglang_service_api_key_waived']):
+        problems.append(
+            'the API would listen on %s:%s without a key. Set sglang_service_api_key (a string, given Ansible Vault-encrypted: '
+            'ansible-vault encrypt_string), or set sglang_service_api_key_waived: true (allowed values: true, false; default '
+            'false) when something in front of the port authenticates.' % (host, port))
+    envelope, environment = v['sglang_service_envelope'], v['sglang_service_environment']
+    if (isinstance(envelope, dict) and 'api_key' in envelope) or (
+            isinstance(environment, dict) and any(k in environment for k in SECRET_ENVIRONMENT)):
+        problems.append(
+            'a secret would be readable by every user of the host: sglang_service_envelope.api_key puts it on the command line '
+            '(ps, /proc/*/cmdline, systemctl show), and sglang_service_environment\'s SGLANG_API_KEY, HF_TOKEN or '
+            'HUGGING_FACE_HUB_TOKEN put it into the unit file (mode 0644) and systemctl show. Set sglang_service_api_key and '
+            'sglang_service_hf_token (Ansible Vault-encrypted) instead; they reach SGLang through a root-only EnvironmentFile.')
+    if not v['sglang_service_secrets_valid']:
+        problems.append(
+            'sglang_service_api_key or sglang_service_hf_token contains a single quote, a backslash, a line break or another '
+            'control character, which the EnvironmentFile cannot hold verbatim. Allowed: printable characters without \' and \\.')
+    hardening = v['sglang_service_hardening']
+    if hardening != 'none':
+        roots = v['sglang_service_home_roots']
+        pattern = '(' + '|'.join(re.escape(r) for r in roots) + ')(/|$)'
+        candidates = [v['sglang_service_python']]
+        if isinstance(envelope, dict):
+            candidates += [envelope.get('model_path', ''), envelope.get('speculative_draft_model_path', ''),
+                           envelope.get('tokenizer_path', '')]
+        hidden = [p for p in candidates if p and _is_str(p) and re.match(pattern, p)]
+        if hidden:
+            problems.append(
+                'sglang_service_hardening: %s hides /root, /home and /run/user from the service (ProtectHome=yes), but it would '
+                'need %s. Move them (models to /srv/models, the venv to /opt/ddtree/ml-env), or set sglang_service_hardening: '
+                'none (allowed values: strict, baseline, none).' % (hardening, ', '.join(hidden)))
+    return problems
+
+
+def python_exists(python, host, ml_env_root):
+    """Whether the host read saw ``python``: among its paths, or as the interpreter of a complete release
+    (ml_env picked a release after the read: reusing one it saw, or building one, after which the
+    host is read again)."""
+    seen = host.get('paths', {}).get(python)
+    if seen is not None:
+        return seen.get('exists', False)
+    found = re.match(re.escape(ml_env_root.rstrip('/')) + '/releases/([0-9a-f]{8,64})/bin/python[0-9.]*$', python)
+    releases = (host.get('ml_env') or {}).get('releases', {})
+    return bool(found) and releases.get(found.group(1), {}).get('complete', False)
+
+
+def host_problems(v, hostname, host, check_python):
+    """The host's fit, from what sglang_host_facts read: GPUs, model directories, interpreter, port."""
+    problems = []
+    envelope = v['sglang_service_envelope']
+    gpus = host.get('gpus')
+    if not gpus:
+        return [host.get('gpus_error') or 'the GPUs could not be read']
+    count = gpus['count']
+    if isinstance(envelope, dict):
+        tp, dp = envelope.get('tp_size', 1), envelope.get('dp_size', 1)
+        needed = _int(tp * dp) if _is_int(tp) and _is_int(dp) else None
+        if needed is not None and needed > 0 and not (needed <= count and count % needed == 0):
+            problems.append(
+                'sglang_service_envelope asks for tp_size=%s x dp_size=%s GPUs; %s has %d (%s). Allowed: tp_size x dp_size dividing '
+                'the host\'s GPU count (%s).' % (tp, dp, hostname, count, ', '.join(gpus['gpu_classes']),
+                                                 ', '.join(str(n) for n in range(1, count + 1) if count % n == 0)))
+    gpu_class = v['sglang_service_gpu_class']
+    if isinstance(gpu_class, dict) and gpu_class and not (
+            count == gpu_class.get('count') and gpu_class.get('name') in gpus['gpu_classes'] and len(gpus['gpu_classes']) == 1):
+        problems.append(
+            'sglang_service_gpu_class expects %s x %s; %s has %d x %s. Put the host in the group of its GPU class.'
+            % (gpu_class.get('count'), gpu_class.get('name'), hostname, count, ' + '.join(gpus['gpu_classes'])))
+    if isinstance(envelope, dict):
+        missing = [(k, envelope[k]) for k in envelope if k in ('model_path', 'speculative_draft_model_path')
+                   and not host.get('models', {}).get(envelope[k], {}).get('isdir')]
+        if missing:
+            problems.append(''.join('sglang_service_envelope.%s names %s, which is not a directory on %s. ' % (k, d, hostname)
+                                    for k, d in missing) + 'Allowed: an existing directory holding the model\'s config.json.')
+    python = v['sglang_service_python']
+    if check_python and not python_exists(python, host, v.get('ml_env_root', '/opt/ddtree/ml-env')):
+        problems.append(
+            'sglang_service_python %s does not exist on %s: leave it at its default (the interpreter of the release role ml_env '
+            'builds) or name an existing python executable.' % (python, hostname))
+    port = host.get('port')
+    if port and port.get('in_use'):
+        problems.append(
+            'sglang_service_port %s is in use on %s: %s. Allowed: a port (1-65535) that no process but %s listens on; stop the '
+            'other process or choose another sglang_service_port.' % (v['sglang_service_port'], hostname, port['msg'], v['sglang_service_unit']))
+    return problems
+
+
+def sglang_service_problems(values, host, hostname, group_names, groups, check_python=True):
+    """Every problem of the service role's variables and of the host's fit, as messages; [] when none.
+
+    ``values`` maps the role's variables to their values (and sglang_service_api_key_set,
+    sglang_service_secrets_valid: booleans computed without handing the secrets over); ``host`` is
+    sglang_host_facts' ``host``. The host's checks run only when the variables are right: a wrong
+    envelope or port says nothing about the host. Without ``host`` (None), only the variables.
+    """
+    problems = variable_problems(values, hostname, group_names, groups)
+    if problems or host is None:
+        return problems
+    return host_problems(values, hostname, host, check_python)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'sglang_service_problems': sglang_service_problems}

@@ -1,0 +1,192 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The service role's checks on the controller: each wrong value gives one message that names the
+variable and what it allows (the words tests/bad_inputs.yml expects), and a healthy plan none."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.ddtree.sglang.plugins.filter.sglang_validate import sglang_service_problems
+
+ENVELOPE = {'model_path': '/srv/models/Qwen3.6-27B', 'served_model_name': 'Qwen3.6-27B', 'tp_size': 2,
+            'mem_fraction_static': 0.85, 'context_length': 32768,
+            'speculative_draft_model_path': '/srv/models/Qwen3.6-27B-DFlash'}
+VALUES = {
+    'sglang_service_name': 'sglang-qwen', 'sglang_service_envelope': ENVELOPE, 'sglang_service_host': '127.0.0.1',
+    'sglang_service_port': 30000, 'sglang_service_python': '/opt/ddtree/ml-env/current/bin/python',
+    'sglang_service_launcher_module': 'sglang.launch_server', 'sglang_service_environment': {},
+    'sglang_service_environment_files': [], 'sglang_service_state_dir': '/var/lib/ddtree-sglang',
+    'sglang_service_gpu_class': {'name': 'NVIDIA RTX A6000', 'count': 2, 'memory_total_mib': 49140, 'compute_cap': '8.6'},
+    'sglang_service_verdict_timeout': 900, 'sglang_service_verdict_prompt': 'Hello', 'sglang_service_verdict_max_tokens': 8,
+    'sglang_service_verdict_expect': '', 'sglang_service_verdict_settle_s': 5, 'sglang_service_verdict_progress_s': 30,
+    'sglang_service_memory_check': 'refuse', 'sglang_service_safety_timer_s': 1200, 'sglang_service_user': 'sglang',
+    'sglang_service_supplementary_groups': ['video', 'render'], 'sglang_service_hardening': 'strict',
+    'sglang_service_read_write_paths': [], 'sglang_service_expose_api': False, 'sglang_service_api_key_set': False,
+    'sglang_service_api_key_waived': False, 'sglang_service_secrets_valid': True, 'sglang_service_multinode_group': '',
+    'sglang_service_dist_init_port': 25000, 'sglang_service_node_address': 'ddtree-lab-ct129',
+    'sglang_service_home_roots': ['/root', '/home', '/run/user'], 'sglang_service_unit': 'sglang-qwen.service',
+    'ml_env_root': '/opt/ddtree/ml-env',
+}
+GPUS = {'count': 2, 'gpu_classes': ['NVIDIA RTX A6000'], 'gpus': [], 'driver_version': '580.95.05', 'cuda_version': '13.0',
+        'simulated': True}
+HOST = {
+    'gpus': GPUS,
+    'models': {'/srv/models/Qwen3.6-27B': {'isdir': True}, '/srv/models/Qwen3.6-27B-DFlash': {'isdir': True}},
+    'paths': {'/opt/ddtree/ml-env/current/bin/python': {'exists': True}},
+    'port': {'in_use': False, 'msg': 'sglang-qwen.service holds port 30000'},
+    'ml_env': {'current': 'abcdef0123456789', 'releases': {'abcdef0123456789': {'complete': True}}},
+}
+GROUPS = ['gpu_a6000_tp2', 'lab', 'sglang_servers']
+INVENTORY = {'all': ['ct129'], 'sglang_servers': ['ct129'], 'gpu_a6000_tp2': ['ct129'], 'pair': ['ct129', 'ct130']}
+
+
+def problems(host=HOST, group_names=GROUPS, check_python=True, **changes):
+    values = copy.deepcopy(VALUES)
+    values.update(changes)
+    return sglang_service_problems(values, copy.deepcopy(host) if host is not None else None, 'ct129', group_names,
+                                   INVENTORY, check_python=check_python)
+
+
+def envelope(**changes):
+    value = dict(ENVELOPE)
+    value.update(changes)
+    return value
+
+
+def one(found):
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_healthy_plan_has_no_problem():
+    assert problems() == []
+    assert problems(host=None) == []
+
+
+@pytest.mark.parametrize('changes, words', [
+    ({'sglang_service_name': 'sglang qwen'}, ['sglang_service_name', 'letters, digits', 'without ".service"', 'got "sglang qwen"']),
+    ({'sglang_service_name': 'sglang-qwen.service'}, ['without ".service"']),
+    ({'sglang_service_envelope': {'served_model_name': 'x', 'tp_size': 2}}, ['sglang_service_envelope', 'holding model_path', 'absolute path']),
+    ({'sglang_service_envelope': envelope(mem_fraction_static=1.5)},
+     ['sglang_service_envelope.mem_fraction_static', 'must be a number in (0, 1)', 'got 1.5']),
+    ({'sglang_service_envelope': envelope(mem_fraction_static=True)}, ['must be a number in (0, 1)', 'got true']),
+    ({'sglang_service_envelope': envelope(context_length=0, max_running_requests='four')},
+     ['sglang_service_envelope.max_running_requests, sglang_service_envelope.context_length must be a positive integer',
+      '{"max_running_requests": "four", "context_length": 0}']),
+    ({'sglang_service_envelope': envelope(port=30001)}, ['must not hold host or port', 'sglang_service_port (1-65535)']),
+    ({'sglang_service_envelope': envelope(**{'Mem-Fraction': 0.5})}, ["'Mem-Fraction' is not a flag name"]),
+    ({'sglang_service_envelope': envelope(api_key='x')}, ['sglang_service_envelope.api_key', 'puts it on the command line']),
+    ({'sglang_service_host': '0.0.0.0'}, ['not a loopback address', 'sglang_service_expose_api: true', 'allowed values: true, false']),
+    ({'sglang_service_host': '0.0.0.0', 'sglang_service_expose_api': True},
+     ['without a key', 'sglang_service_api_key_waived: true']),
+    ({'sglang_service_host': 'a b'}, ['sglang_service_host', 'an IP address or a host name']),
+    ({'sglang_service_port': 70000}, ['sglang_service_port', '1-65535', 'got 70000']),
+    ({'sglang_service_port': True}, ['sglang_service_port must be a TCP port']),
+    ({'sglang_service_multinode_group': 'pair_nowhere'}, ['which holds this host', '(no such group)']),
+    ({'sglang_service_multinode_group': 'gpu_a6000_tp2', 'sglang_service_envelope': envelope(nnodes=2)},
+     ['must not hold nnodes, node_rank or dist_init_addr']),
+    ({'sglang_service_dist_init_port': 70000}, ['sglang_service_dist_init_port', 'got 70000']),
+    ({'sglang_service_node_address': 'a b'}, ['sglang_service_node_address', 'host name or IP address']),
+    ({'sglang_service_python': 'bin/python'}, ['sglang_service_python', 'must be an absolute path']),
+    ({'sglang_service_launcher_module': 'sglang..x'}, ['dotted Python module name']),
+    ({'sglang_service_environment': {'1X': 'y'}}, ["names of letters, digits and '_'"]),
+    ({'sglang_service_environment': {'X': 'a\nb'}}, ['one-line strings or numbers']),
+    ({'sglang_service_environment': {'SGLANG_API_KEY': 'k'}}, ['SGLANG_API_KEY', 'put it into the unit file']),
+    ({'sglang_service_environment_files': ['env']}, ['sglang_service_environment_files must hold absolute paths', 'got "env"']),
+    ({'sglang_service_state_dir': 'ddtree-sglang'}, ['sglang_service_state_dir must hold absolute paths', '"ddtree-sglang"']),
+    ({'sglang_service_gpu_class': {'name': 'x', 'count': 0, 'memory_total_mib': 1, 'compute_cap': '8.6'}},
+     ['must be {} or exactly {name:', 'count: <GPUs, 1 or more>']),
+    ({'sglang_service_gpu_class': {'name': 'x', 'gpus': 2}}, ['"gpus": 2']),
+    ({'sglang_service_verdict_timeout': 0}, ['sglang_service_verdict_timeout must be 1 or more seconds, got 0']),
+    ({'sglang_service_verdict_prompt': '  '}, ['sglang_service_verdict_prompt must be a non-empty string']),
+    ({'sglang_service_verdict_max_tokens': 0}, ['must be 1 or more tokens']),
+    ({'sglang_service_verdict_expect': ['a']}, ['sglang_service_verdict_expect must be a string']),
+    ({'sglang_service_verdict_settle_s': -1}, ['sglang_service_verdict_settle_s must be 0 or more seconds']),
+    ({'sglang_service_verdict_progress_s': -1}, ['sglang_service_verdict_progress_s must be 0 or more seconds']),
+    ({'sglang_service_safety_timer_s': 900}, ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s',
+                                             '(965.0 s;', 'got 900']),
+    ({'sglang_service_memory_check': False}, ['must be refuse, warn or "off"']),
+    ({'sglang_service_user': 'Sglang'}, ['lowercase letters, digits']),
+    ({'sglang_service_supplementary_groups': ['GPU users']}, ['lowercase letters, digits', 'GPU users']),
+    ({'sglang_service_secrets_valid': False}, ['contains a single quote', 'Allowed: printable characters']),
+    ({'sglang_service_envelope': envelope(model_path='/root/models/q')}, ['it would need /root/models/q',
+                                                                         'allowed values: strict, baseline, none']),
+])
+def test_a_wrong_variable_gives_one_message_with_its_words(changes, words):
+    message = one(problems(**changes))
+    for word in words:
+        assert word in message
+
+
+def test_hidden_paths_do_not_matter_without_hardening():
+    assert problems(sglang_service_hardening='none', sglang_service_envelope=envelope(model_path='/root/models/q')) == [
+        'sglang_service_envelope.model_path names /root/models/q, which is not a directory on ct129. '
+        'Allowed: an existing directory holding the model\'s config.json.']
+
+
+def test_the_host_is_only_judged_when_the_variables_are_right():
+    # the envelope is wrong, so its tp_size against the GPUs says nothing
+    found = problems(sglang_service_envelope=envelope(tp_size=3, context_length=0))
+    assert found == ['sglang_service_envelope.context_length must be a positive integer (1, 2, 3, ...); got {"context_length": 0}.']
+
+
+def test_gpu_groups():
+    assert 'is in 2 GPU-class groups (gpu_a6000_tp2, gpu_rtxpro6000_tp8)' in one(
+        problems(group_names=['gpu_a6000_tp2', 'gpu_rtxpro6000_tp8', 'sglang_servers']))
+    assert 'is in 0 GPU-class groups (none)' in one(problems(group_names=['sglang_servers']))
+    assert problems(group_names=['lab']) == []
+
+
+@pytest.mark.parametrize('changes, words', [
+    ({'tp_size': 3}, ['tp_size=3 x', 'has 2 (NVIDIA RTX A6000)', 'Allowed: tp_size x dp_size dividing', '(1, 2)']),
+    ({'tp_size': 2, 'dp_size': 2}, ['tp_size=2 x', 'dp_size=2', '(1, 2)']),
+])
+def test_tensor_parallelism_must_divide_the_gpus(changes, words):
+    message = one(problems(sglang_service_envelope=envelope(**changes)))
+    for word in words:
+        assert word in message
+
+
+def test_the_gpu_class_must_be_the_hosts():
+    assert one(problems(sglang_service_gpu_class=dict(VALUES['sglang_service_gpu_class'], count=8))) == (
+        'sglang_service_gpu_class expects 8 x NVIDIA RTX A6000; ct129 has 2 x NVIDIA RTX A6000. '
+        'Put the host in the group of its GPU class.')
+
+
+def test_missing_model_directories_are_named():
+    host = copy.deepcopy(HOST)
+    host['models']['/srv/models/Qwen3.6-27B-DFlash'] = {'isdir': False}
+    assert one(problems(host=host)) == (
+        'sglang_service_envelope.speculative_draft_model_path names /srv/models/Qwen3.6-27B-DFlash, which is not a directory '
+        'on ct129. Allowed: an existing directory holding the model\'s config.json.')
+
+
+def test_the_interpreter_must_exist_where_it_is_looked_for():
+    host = copy.deepcopy(HOST)
+    host['paths'] = {'/usr/local/bin/no-such-python': {'exists': False}}
+    assert 'sglang_service_python /usr/local/bin/no-such-python does not exist on ct129' in one(
+        problems(host=host, sglang_service_python='/usr/local/bin/no-such-python'))
+    # a release's interpreter before ml_env built it is not looked for
+    assert problems(host=host, check_python=False, sglang_service_python='/usr/local/bin/no-such-python') == []
+
+
+def test_a_release_interpreter_counts_when_the_release_is_complete():
+    release = '/opt/ddtree/ml-env/releases/abcdef0123456789/bin/python'
+    assert problems(sglang_service_python=release) == []
+    assert 'does not exist' in one(problems(sglang_service_python=release.replace('abcdef', 'fedcba')))
+
+
+def test_a_port_held_by_another_process_is_refused():
+    host = copy.deepcopy(HOST)
+    host['port'] = {'in_use': True, 'msg': 'PID 7 (python3, bad-input-squatter.service) listens on port 30000, not sglang-qwen.service'}
+    assert one(problems(host=host)) == (
+        'sglang_service_port 30000 is in use on ct129: PID 7 (python3, bad-input-squatter.service) listens on port 30000, not '
+        'sglang-qwen.service. Allowed: a port (1-65535) that no process but sglang-qwen.service listens on; stop the other process '
+        'or choose another sglang_service_port.')
+
+
+def test_unreadable_gpus_are_the_problem():
+    host = dict(HOST, gpus=None, gpus_error='nvidia-smi not found on this host')
+    assert problems(host=host) == ['nvidia-smi not found on this host']
