@@ -117,7 +117,7 @@ def variable_problems(v, hostname, group_names, groups):
         bad_counts += [(k, envelope[k]) for k in envelope if k in COUNT_KEYS and _is_int(envelope[k]) and envelope[k] <= 0]
         if bad_counts:
             problems.append('sglang_service_envelope.%s must be a positive integer (1, 2, 3, ...); got %s.' % (
-                ', sglang_service_envelope.'.join(k for k, _ in bad_counts), _json(dict(bad_counts))))
+                ', sglang_service_envelope.'.join(k for k, dummy in bad_counts), _json(dict(bad_counts))))
 
     gpu_class = v['sglang_service_gpu_class']
     if not (isinstance(gpu_class, dict) and (
@@ -161,12 +161,12 @@ def variable_problems(v, hostname, group_names, groups):
         relative.append(('sglang_service_state_dir', v['sglang_service_state_dir']))
     if relative:
         names = []
-        for key, _ in relative:
+        for key, dummy in relative:
             if key not in names:
                 names.append(key)
         problems.append(
             '%s must hold absolute paths (a leading \'-\' lets systemd skip a missing one in sglang_service_environment_files '
-            'and sglang_service_read_write_paths); got %s.' % (', '.join(names), ', '.join(_json(p) for _, p in relative)))
+            'and sglang_service_read_write_paths); got %s.' % (', '.join(names), ', '.join(_json(p) for dummy, p in relative)))
 
     limits = []
     if _int(v['sglang_service_verdict_timeout']) < 1:

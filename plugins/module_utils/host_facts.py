@@ -320,4 +320,3 @@ def interpreter_version(run, python):
     if rc != 0:
         return None, (err or out or 'exit %d' % rc).strip()
     return out.strip(), None
-

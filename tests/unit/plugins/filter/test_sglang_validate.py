@@ -42,7 +42,9 @@ GROUPS = ['gpu_a6000_tp2', 'lab', 'sglang_servers']
 INVENTORY = {'all': ['ct129'], 'sglang_servers': ['ct129'], 'gpu_a6000_tp2': ['ct129'], 'pair': ['ct129', 'ct130']}
 
 
-def problems(host=HOST, group_names=GROUPS, check_python=True, **changes):
+def problems(host='healthy', group_names=None, check_python=True, **changes):
+    host = HOST if host == 'healthy' else host
+    group_names = GROUPS if group_names is None else group_names
     values = copy.deepcopy(VALUES)
     values.update(changes)
     return sglang_service_problems(values, copy.deepcopy(host) if host is not None else None, 'ct129', group_names,
@@ -105,14 +107,14 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_verdict_expect': ['a']}, ['sglang_service_verdict_expect must be a string']),
     ({'sglang_service_verdict_settle_s': -1}, ['sglang_service_verdict_settle_s must be 0 or more seconds']),
     ({'sglang_service_verdict_progress_s': -1}, ['sglang_service_verdict_progress_s must be 0 or more seconds']),
-    ({'sglang_service_safety_timer_s': 900}, ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s',
-                                             '(965.0 s;', 'got 900']),
+    ({'sglang_service_safety_timer_s': 900},
+     ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s', '(965.0 s;', 'got 900']),
     ({'sglang_service_memory_check': False}, ['must be refuse, warn or "off"']),
     ({'sglang_service_user': 'Sglang'}, ['lowercase letters, digits']),
     ({'sglang_service_supplementary_groups': ['GPU users']}, ['lowercase letters, digits', 'GPU users']),
     ({'sglang_service_secrets_valid': False}, ['contains a single quote', 'Allowed: printable characters']),
-    ({'sglang_service_envelope': envelope(model_path='/root/models/q')}, ['it would need /root/models/q',
-                                                                         'allowed values: strict, baseline, none']),
+    ({'sglang_service_envelope': envelope(model_path='/root/models/q')},
+     ['it would need /root/models/q', 'allowed values: strict, baseline, none']),
 ])
 def test_a_wrong_variable_gives_one_message_with_its_words(changes, words):
     message = one(problems(**changes))

@@ -47,10 +47,11 @@ def test_no_nvidia_smi_and_no_driver_are_reported_not_raised():
 
 def test_an_old_driver_is_asked_again_without_compute_cap():
     old = '0, Tesla V100, GPU-1, 16160, 470.1\n'
-    run = runner([(['nvidia-smi', '-q'], (0, '', '')),
-                   (['nvidia-smi', '--query-gpu=index,name,uuid,memory.total,driver_version,compute_cap'],
-                    (2, 'Field "compute_cap" is not a valid field to query.', '')),
-                   (['nvidia-smi'], (0, old, ''))])
+    answers = [(['nvidia-smi', '-q'], (0, '', '')),
+               (['nvidia-smi', '--query-gpu=index,name,uuid,memory.total,driver_version,compute_cap'],
+                (2, 'Field "compute_cap" is not a valid field to query.', '')),
+               (['nvidia-smi'], (0, old, ''))]
+    run = runner(answers)
     facts, error = host_facts.read_gpus(run, 'nvidia-smi')
     assert error is None and facts['gpus'][0]['compute_cap'] is None and facts['driver_version'] == '470.1'
 
