@@ -37,7 +37,7 @@ run() {
   (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
      ansible-playbook deploy.yml -l "$HOST") >"$log" 2>&1 || { echo "deploy of $side failed: $log" >&2; exit 1; }
   end=$(date +%s.%N)
-  printf '%s %s %s\n' "$(echo "$end - $start" | bc)" "$(grep -c '^TASK \[' "$log")" \
+  printf '%.1f %s %s\n' "$(echo "$end - $start" | bc)" "$(grep -c '^TASK \[' "$log")" \
     "$(sed -n "s/^$HOST *: .*changed=\([0-9]*\).*/\1/p" "$log")"
 }
 
