@@ -417,11 +417,58 @@ def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_
     return first
 
 
+def _mib(value):
+    return round(value / MIB, 1)
+
+
+def sglang_memory_summary(plan, recommendation=None, envelope=None):
+    """The planner's numbers in one paragraph; see sglang_memory_summary.yml."""
+    if not isinstance(plan, dict):
+        _fail(f"plan must be the dict sglang_memory_plan returns, got {type(plan).__name__}")
+    if "error" in plan:
+        return f"No memory plan: {plan['error']}."
+    p, g, r = plan, plan["gib"], recommendation or {}
+    envelope = envelope or {}
+    mrr = p["max_running_requests"]
+    text = (
+        f"Per GPU ({g['gpu_memory']} GiB, tp_size {p['tp_size']}): static pool {g['static_budget']} GiB "
+        f"(mem_fraction_static {p['mem_fraction_static']} of the {g['available_before_load']} GiB left by the "
+        f"CUDA context and NCCL); weights {g['target_weights']} GiB leave {g['rest_after_weights']} GiB; "
+        f"KV cache {p['kv_bytes_per_token']} bytes per token ({p['target_kv_bytes_per_token']} model + "
+        f"{p['draft_kv_bytes_per_token']} drafter); recurrent state {_mib(p['state_bytes_per_request'])} MiB per "
+        f"running request")
+    if p.get("spec_state_bytes"):
+        text += (f", {g['spec_state']} GiB for {mrr} requests x {p['speculative_num_draft_tokens']} draft tokens "
+                 f"while verifying")
+    text += (
+        f"; state pool {p['state_pool_slots']} slots ({g['state_pool']} GiB); KV pool {p['max_total_num_tokens']} "
+        f"tokens ({g['kv_pool']} GiB) = {p['full_context_requests']} requests at context_length "
+        f"{p['context_length']}, {p['max_running_requests_effective']} running (max_running_requests "
+        f"{mrr if mrr is not None else 'unset'}); outside the pool {g['outside_pool']} GiB for the drafter's "
+        f"{g['draft_weights']} GiB and the {g['reserve']} GiB reserve (activations, CUDA graphs): headroom "
+        f"{g['headroom']} GiB.")
+    if not p["fits"]:
+        text += f" Does not fit: {'; '.join(p['reasons'])}."
+    if p.get("warnings"):
+        text += f" Warnings: {'; '.join(p['warnings'])}."
+    if r.get("fits"):
+        f = r["mem_fraction_static"]
+        text += (f" Largest that fits: context_length {r['context_length']} x max_running_requests "
+                 f"{r['max_running_requests']} at mem_fraction_static {f} (--mem-fraction-static {f} "
+                 f"--context-length {r['context_length']} --max-running-requests {r['max_running_requests']}).")
+    elif r:
+        tried = ", ".join(str(x) for x in r["fractions_tried"])
+        text += (f" Nothing fits at mem_fraction_static {tried} with "
+                 f"{envelope.get('max_running_requests') or 1} or more running requests.")
+    return text
+
+
 class FilterModule:
-    """Ansible filters: sglang_memory_plan, sglang_memory_recommend."""
+    """Ansible filters: sglang_memory_plan, sglang_memory_recommend, sglang_memory_summary."""
 
     def filters(self):
         return {
             "sglang_memory_plan": sglang_memory_plan,
             "sglang_memory_recommend": sglang_memory_recommend,
+            "sglang_memory_summary": sglang_memory_summary,
         }

@@ -19,6 +19,7 @@ from ansible_collections.ddtree.sglang.plugins.filter.sglang_memory import (
     FilterModule,
     sglang_memory_plan,
     sglang_memory_recommend,
+    sglang_memory_summary,
 )
 
 GIB = 1 << 30
@@ -234,7 +235,7 @@ def test_unknown_option_is_refused():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"sglang_memory_plan", "sglang_memory_recommend"}
+    assert set(FilterModule().filters()) == {"sglang_memory_plan", "sglang_memory_recommend", "sglang_memory_summary"}
 
 
 @needs_lab
@@ -283,3 +284,37 @@ def test_field_notes_ladder_on_ct129(target, draft):
     assert plans["production"]["max_running_requests"] == 48
     assert all("reserve" in plans[n]["reasons"][0] for n in ("attempt-2", "attempt-3"))
     assert plans["balanced"]["max_running_requests_effective"] == 4
+
+
+# The summary's text as the role's former Jinja (sglang_service_memory_summary in vars/main.yml)
+# rendered it on localhost for the same plans, recommendations and envelopes.
+JINJA_SUMMARIES = json.loads(
+    (pathlib.Path(__file__).parent / "fixtures" / "jinja_reports.json").read_text())["memory_summary"]
+
+
+@pytest.mark.parametrize("case", JINJA_SUMMARIES, ids=[f"case{i}" for i in range(len(JINJA_SUMMARIES))])
+def test_summary_same_as_the_former_jinja(case):
+    assert sglang_memory_summary(case["plan"], case["recommendation"], case["envelope"]) == case["expected"]
+
+
+def test_summary_of_a_plan_with_an_error():
+    assert sglang_memory_summary({"error": "no config.json", "fits": False}) == "No memory plan: no config.json."
+
+
+def test_summary_of_the_hand_worked_plan():
+    plan = sglang_memory_plan({"tp_size": 1, "mem_fraction_static": 0.8, "context_length": 8192,
+                               "mamba_full_memory_ratio": 1.0},
+                              TINY, {"count": 1, "gpus": [{"index": 0, "memory_total_mib": 10240}]},
+                              cuda_context_gib=1.0, reserve_gib=0.5)
+    assert sglang_memory_summary(plan, {}, {}) == (
+        "Per GPU (10.0 GiB, tp_size 1): static pool 7.2 GiB (mem_fraction_static 0.8 of the 9.0 GiB left by the "
+        "CUDA context and NCCL); weights 2.0 GiB leave 5.2 GiB; KV cache 2048 bytes per token (2048 model + 0 "
+        "drafter); recurrent state 0.4 MiB per running request; state pool 6781 slots (2.6 GiB); KV pool 1363316 "
+        "tokens (2.6 GiB) = 166 requests at context_length 8192, 2260 running (max_running_requests unset); "
+        "outside the pool 1.8 GiB for the drafter's 0.0 GiB and the 0.5 GiB reserve (activations, CUDA graphs): "
+        "headroom 1.3 GiB.")
+
+
+def test_summary_rejects_a_non_plan():
+    with pytest.raises(AnsibleFilterError, match="plan must be"):
+        sglang_memory_summary("plan")
