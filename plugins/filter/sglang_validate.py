@@ -260,7 +260,7 @@ def hardening_problems(v):
             'control character, which the EnvironmentFile cannot hold verbatim. Allowed: printable characters without \' and \\.')
     hardening = v['sglang_service_hardening']
     if hardening != 'none':
-        roots = v['sglang_service_home_roots']
+        roots = v['__sglang_service_home_roots']
         pattern = '(' + '|'.join(re.escape(r) for r in roots) + ')(/|$)'
         candidates = [v['sglang_service_python']]
         if isinstance(envelope, dict):
@@ -324,7 +324,7 @@ def host_problems(v, hostname, host, check_python):
     if port and port.get('in_use'):
         problems.append(
             'sglang_service_port %s is in use on %s: %s. Allowed: a port (1-65535) that no process but %s listens on; stop the '
-            'other process or choose another sglang_service_port.' % (v['sglang_service_port'], hostname, port['msg'], v['sglang_service_unit']))
+            'other process or choose another sglang_service_port.' % (v['sglang_service_port'], hostname, port['msg'], v['__sglang_service_unit']))
     return problems
 
 

@@ -114,7 +114,7 @@ EXAMPLES = r'''
 - name: Check without failing, then decide
   ddtree.sglang.sglang_flag_check:
     python: /opt/ddtree/ml-env/current/bin/python
-    argv: "{{ sglang_service_argv[3:] }}"
+    argv: "{{ __sglang_service_argv[3:] }}"
     fail_on_invalid: false
   register: flag_check
 

@@ -2,7 +2,7 @@
 """The envelope ladder's report rows and closing lines.
 
 fixtures/jinja_reports.json holds the reports and summaries that the role's former Jinja
-(set_fact blocks in tasks/ladder_rung.yml, sglang_service_ladder_summary in vars/main.yml)
+(set_fact blocks in tasks/ladder_rung.yml, __sglang_service_ladder_summary in vars/main.yml)
 produced for four ladders run on localhost with stubbed planner, preflight and service tasks;
 the filters must give the same values for the same inputs (rung seconds set to 0.0 there, as
 the task measures them with now()).

@@ -286,7 +286,7 @@ def test_field_notes_ladder_on_ct129(target, draft):
     assert plans["balanced"]["max_running_requests_effective"] == 4
 
 
-# The summary's text as the role's former Jinja (sglang_service_memory_summary in vars/main.yml)
+# The summary's text as the role's former Jinja (__sglang_service_memory_summary in vars/main.yml)
 # rendered it on localhost for the same plans, recommendations and envelopes.
 JINJA_SUMMARIES = json.loads(
     (pathlib.Path(__file__).parent / "fixtures" / "jinja_reports.json").read_text())["memory_summary"]

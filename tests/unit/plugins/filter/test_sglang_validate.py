@@ -26,7 +26,7 @@ VALUES = {
     'sglang_service_read_write_paths': [], 'sglang_service_expose_api': False, 'sglang_service_api_key_set': False,
     'sglang_service_api_key_waived': False, 'sglang_service_secrets_valid': True, 'sglang_service_multinode_group': '',
     'sglang_service_dist_init_port': 25000, 'sglang_service_node_address': 'ddtree-lab-ct129',
-    'sglang_service_home_roots': ['/root', '/home', '/run/user'], 'sglang_service_unit': 'sglang-qwen.service',
+    '__sglang_service_home_roots': ['/root', '/home', '/run/user'], '__sglang_service_unit': 'sglang-qwen.service',
     'ml_env_root': '/opt/ddtree/ml-env',
 }
 GPUS = {'count': 2, 'gpu_classes': ['NVIDIA RTX A6000'], 'gpus': [], 'driver_version': '580.95.05', 'cuda_version': '13.0',
