@@ -314,16 +314,13 @@ ignored_flag_warnings:
 '''
 
 import json
-import socket
 import threading
 import time
-from http.client import HTTPException
-from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
-from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import http
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
@@ -354,8 +351,6 @@ class HttpProbe(threading.Thread):
         self.interval = interval
         self.deadline = deadline
         self.stop = threading.Event()
-        # the server's own proxies settings must not send 127.0.0.1 to a proxy
-        self.opener = build_opener(ProxyHandler({}))
         self.lock = threading.Lock()
         # a multi-node SGLang serves its API on rank 0 only; the other ranks answer /health alone
         self.health_only = health_only
@@ -384,29 +379,12 @@ class HttpProbe(threading.Thread):
 
     def _request(self, path, body=None):
         remaining = max(1.0, self.deadline - time.monotonic())
-        data = None
-        headers = dict(self.headers)
-        if body is not None:
-            data = json.dumps(body).encode('utf-8')
-            headers['Content-Type'] = 'application/json'
-        request = Request(self.base_url + path, data=data, headers=headers)
         # models should answer at once; a generation may legitimately take a while
         timeout = min(remaining, 5.0 if body is None else 300.0)
         try:
-            response = self.opener.open(request, timeout=timeout)
-            try:
-                return response.getcode(), response.read()
-            finally:
-                response.close()
-        except HTTPError as e:
-            try:
-                payload = e.read()
-            except Exception:  # pylint: disable=broad-except
-                payload = b''
-            return e.code, payload
-        except (URLError, HTTPException, socket.error, socket.timeout, ValueError) as e:
-            reason = getattr(e, 'reason', e)
-            return None, str(reason).encode('utf-8', 'replace')
+            return http.call('GET' if body is None else 'POST', self.base_url + path, body, self.headers, timeout)
+        except http.Unreachable as e:
+            return None, e.reason.encode('utf-8', 'replace')
 
     def _fail(self, cause, diagnosis):
         with self.lock:

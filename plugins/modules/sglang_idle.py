@@ -103,17 +103,13 @@ elapsed_s:
 
 import errno
 import json
-import socket
 import time
-from http.client import HTTPException
-from urllib.error import HTTPError, URLError
-from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import http
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
 
-OPENER = build_opener(ProxyHandler({}))
 REQUEST_TIMEOUT_S = 5
 ENDPOINTS = ('/v1/loads?include=core', '/get_load')
 
@@ -149,14 +145,17 @@ class LoadReader(object):
         """In-flight requests; NotAnswering when nothing listens, NoLoadEndpoint when neither endpoint exists."""
         for endpoint in ([self.endpoint] if self.endpoint else ENDPOINTS):
             try:
-                with OPENER.open(Request(self.base_url + endpoint, headers=self.headers), timeout=REQUEST_TIMEOUT_S) as resp:
-                    body = json.loads(resp.read().decode('utf-8'))
-            except HTTPError as e:
-                if e.code == 404 and not self.endpoint:
-                    continue
-                raise NotAnswering('HTTP %s from %s%s' % (e.code, self.base_url, endpoint))
-            except (URLError, HTTPException, socket.timeout, OSError, ValueError) as e:
-                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, getattr(e, 'reason', None) or e))
+                status, raw = http.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
+            except http.Unreachable as e:
+                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e.reason))
+            if status == 404 and not self.endpoint:
+                continue
+            if not 200 <= status < 300:
+                raise NotAnswering('HTTP %s from %s%s' % (status, self.base_url, endpoint))
+            try:
+                body = json.loads(raw.decode('utf-8'))
+            except ValueError as e:
+                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e))
             self.endpoint = endpoint
             return in_flight_of(endpoint, body)
         raise NoLoadEndpoint('%s serves neither /v1/loads nor /get_load' % self.base_url)

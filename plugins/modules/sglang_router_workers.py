@@ -139,15 +139,11 @@ elapsed_s:
 
 import json
 import time
-from http.client import HTTPException
-from urllib.error import HTTPError, URLError
-from urllib.request import ProxyHandler, Request, build_opener
 
 from ansible.module_utils.basic import AnsibleModule
 
-# the router talks to workers in the lab and the data center; a proxy from the environment would
-# only get in the way of loopback and private addresses
-OPENER = build_opener(ProxyHandler({}))
+from ansible_collections.ddtree.sglang.plugins.module_utils import http
+
 REQUEST_TIMEOUT_S = 10
 
 
@@ -166,16 +162,13 @@ class Router(object):
         self.url = norm(url)
 
     def call(self, method, path, body=None):
-        data = json.dumps(body).encode('utf-8') if body is not None else None
-        req = Request(self.url + path, data=data, method=method, headers={'Content-Type': 'application/json'})
         try:
-            with OPENER.open(req, timeout=REQUEST_TIMEOUT_S) as resp:
-                raw = resp.read()
-        except HTTPError as e:
-            detail = e.read()[:500].decode('utf-8', 'replace') if e.fp else ''
-            raise RouterError('%s %s%s answered HTTP %s %s' % (method, self.url, path, e.code, detail.strip()))
-        except (URLError, HTTPException, OSError) as e:
-            raise RouterError('%s %s%s failed: %s' % (method, self.url, path, getattr(e, 'reason', None) or e))
+            status, raw = http.call(method, self.url + path, body, timeout=REQUEST_TIMEOUT_S)
+        except http.Unreachable as e:
+            raise RouterError('%s %s%s failed: %s' % (method, self.url, path, e.reason))
+        if not 200 <= status < 300:
+            detail = raw[:500].decode('utf-8', 'replace')
+            raise RouterError('%s %s%s answered HTTP %s %s' % (method, self.url, path, status, detail.strip()))
         try:
             return json.loads(raw.decode('utf-8') or 'null')
         except ValueError:

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one HTTP client of the collection's modules (SGLang's API, the router's worker API).
+
+Built on ansible.module_utils.urls with fixed safety settings:
+
+- no proxies: the servers asked are on loopback or private addresses, and a proxy from the
+  environment would only get in the way (or see an API key);
+- no redirects: an answer 3xx is returned as such, never followed, so an Authorization header
+  cannot travel to wherever a Location points;
+- a cap on the body read (an answer that does not end within it is an error, not a truncation
+  that a JSON parser would misread);
+- a timeout clamped to a range, so a caller's arithmetic cannot make it zero, negative or endless.
+
+``call`` returns ``(status, body)`` for every HTTP answer, 2xx or not, and raises ``Unreachable``
+when there is no HTTP answer (refused, reset, timed out, too large): callers tell "the server said
+no" from "nobody answered" by that alone.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import socket
+from http.client import HTTPException
+from urllib.error import HTTPError, URLError
+
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import Request
+
+# SGLang's answers (/v1/models, a short /generate, /v1/loads, the router's /workers) are a few KiB
+MAX_BODY_BYTES = 8 * 1024 * 1024
+MIN_TIMEOUT_S = 0.1
+MAX_TIMEOUT_S = 300.0
+
+
+class Unreachable(Exception):
+    """No (usable) HTTP answer: connection refused or reset, a timeout, an answer over the cap."""
+
+    def __init__(self, reason):
+        Exception.__init__(self, reason)
+        self.reason = reason
+
+
+class TooLarge(Unreachable):
+    pass
+
+
+def clamp_timeout(timeout):
+    try:
+        timeout = float(timeout)
+    except (TypeError, ValueError):
+        return MAX_TIMEOUT_S
+    if timeout != timeout:  # NaN
+        return MAX_TIMEOUT_S
+    return min(max(timeout, MIN_TIMEOUT_S), MAX_TIMEOUT_S)
+
+
+def read_capped(response, max_bytes):
+    """At most max_bytes of the body; TooLarge when there is more."""
+    body = response.read(max_bytes + 1)
+    if len(body) > max_bytes:
+        raise TooLarge('the answer is larger than %d bytes' % max_bytes)
+    return body
+
+
+def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BYTES):
+    """One request; ``(status, body bytes)`` for any HTTP answer, ``Unreachable`` for none.
+
+    ``body`` other than None is sent as JSON. A 3xx comes back as its status (not followed).
+    """
+    headers = dict(headers or {})
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode('utf-8')
+        headers['Content-Type'] = 'application/json'
+    request = Request(use_proxy=False, follow_redirects='none', timeout=clamp_timeout(timeout))
+    try:
+        response = request.open(method, url, data=data, headers=headers)
+        try:
+            return response.getcode(), read_capped(response, max_bytes)
+        finally:
+            response.close()
+    except HTTPError as e:
+        # an HTTP answer other than 2xx (a 3xx included, since redirects are not followed)
+        if not e.fp:
+            return e.code, b''
+        try:
+            payload = read_capped(e, max_bytes)
+        except TooLarge:
+            raise
+        except Exception:  # pylint: disable=broad-except
+            payload = b''
+        finally:
+            e.close()
+        return e.code, payload
+    except (URLError, HTTPException, UrlsConnectionError, socket.error, socket.timeout, ValueError) as e:
+        raise Unreachable(str(getattr(e, 'reason', None) or e))
