@@ -321,7 +321,7 @@ from urllib.parse import urlparse
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import http
-from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
+from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
 
@@ -536,11 +536,11 @@ class HealthCheck:
         return self.module.run_command(argv, encoding=None)
 
     def show(self):
-        rc, out, err = self.module.run_command(journal.systemctl_show_argv(self.params['unit']))
+        rc, out, err = self.module.run_command(systemd.systemctl_show_argv(self.params['unit']))
         if rc != 0:
             self.module.fail_json(msg='systemctl show %s failed (rc=%d): %s. Is systemd running on this host and the unit name right?'
                                       % (self.params['unit'], rc, (err or out).strip()))
-        state = journal.parse_systemctl_show(out)
+        state = systemd.parse_systemctl_show(out)
         if not self.first_pid and state['MainPID']:
             self.first_pid = state['MainPID']
         return state
@@ -672,7 +672,7 @@ class HealthCheck:
 
     def unit_failure(self):
         """(cause, reason) when the unit died or restarted since the check began, else None."""
-        dead = journal.unit_failure(self.state, self.baseline_restarts, self.first_pid)
+        dead = systemd.unit_failure(self.state, self.baseline_restarts, self.first_pid)
         if dead is None and self.invocation and self.state.get('InvocationID') and self.state['InvocationID'] != self.invocation:
             # started again between two slices: the journal read stays on the invocation being judged
             dead = ('restarted', 'the unit was started again (InvocationID changed from %s to %s)'
@@ -684,7 +684,7 @@ class HealthCheck:
         path = self.state.get('FragmentPath') or ''
         try:
             with open(path) as unit_file:
-                return signatures.server_args_from_argv(journal.exec_start_argv(unit_file.read()))
+                return signatures.server_args_from_argv(systemd.exec_start_argv(unit_file.read()))
         except (IOError, OSError, UnicodeDecodeError):
             return {}
 
@@ -698,7 +698,7 @@ class HealthCheck:
             self.invocation = self.state.get('InvocationID') or ''
         if self.invocation:
             # every slice reads the invocation from its start: diagnosis and phase need all its lines
-            self.reader = journal.JournalReader(self.run_bytes, self.invocation)
+            self.reader = systemd.JournalReader(self.run_bytes, self.invocation)
             self.read_journal()
 
         # a unit already dead (or not there) needs no waiting
@@ -847,10 +847,10 @@ class HealthCheck:
             # a remote or proxied URL: the socket is not on this host, nothing to compare
             return None
         port = url.port or (443 if url.scheme == 'https' else 80)
-        owned, others = journal.port_owner(port, self.state.get('ControlGroup'), self.state.get('MainPID'))
+        owned, others = proc_net.port_owner(port, self.state.get('ControlGroup'), self.state.get('MainPID'))
         if owned is not False:
             return None
-        holders = ', '.join('%d (%s)' % (pid, journal.process_name(pid)) for pid in others) or 'a process outside the unit'
+        holders = ', '.join('%d (%s)' % (pid, proc_net.process_name(pid)) for pid in others) or 'a process outside the unit'
         entry = signatures.signature('port_in_use')
         diagnosis = ('port %d is answered by PID %s, not by %s (its main PID is %s): the API answers came from another server '
                      'while this unit is still in %s' % (port, holders, self.params['unit'], self.state.get('MainPID'),

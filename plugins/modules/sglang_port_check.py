@@ -97,70 +97,9 @@ msg:
   sample: "PID 4242 (python3, sglang-old.service) listens on port 30000, not sglang-qwen.service"
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
-
-
-def process_unit(pid, proc='/proc'):
-    """The .service/.scope a process belongs to, from /proc/<pid>/cgroup (v2 or v1's name=systemd)."""
-    try:
-        with open(os.path.join(proc, str(pid), 'cgroup'), 'r') as handle:
-            text = handle.read()
-    except (IOError, OSError):
-        return ''
-    for line in text.splitlines():
-        parts = line.split(':', 2)
-        if len(parts) != 3 or parts[1] not in ('', 'name=systemd'):
-            continue
-        for part in reversed(parts[2].strip('/').split('/')):
-            if part.endswith(('.service', '.scope')):
-                return part
-    return ''
-
-
-def port_check(port, unit_pids, unit='', proc='/proc'):
-    """Who listens on ``port``: the result dict of the module (without ``changed``)."""
-    listeners = journal.listening_inodes(port, proc)
-    result = {'in_use': False, 'listening': bool(listeners), 'unit_holds': False, 'holders': [], 'unreadable': 0}
-    if not listeners:
-        result['msg'] = 'nothing listens on port %d' % port
-        return result
-    try:
-        entries = sorted(int(e) for e in os.listdir(proc) if e.isdigit())
-    except OSError:
-        entries = []
-    for pid in entries:
-        try:
-            held = journal.pid_socket_inodes(pid, proc) & listeners
-        except OSError:
-            result['unreadable'] += 1
-            continue
-        if not held:
-            continue
-        if pid in unit_pids:
-            result['unit_holds'] = True
-        else:
-            result['holders'].append({'pid': pid, 'name': journal.process_name(pid, proc), 'unit': process_unit(pid, proc)})
-    owner = unit or 'the unit'
-    if result['holders']:
-        result['in_use'] = True
-        result['msg'] = '%s listen%s on port %d, not %s' % (
-            ', '.join('PID %d (%s)' % (h['pid'], ', '.join(x for x in (h['name'], h['unit']) if x)) for h in result['holders']),
-            's' if len(result['holders']) == 1 else '', port, owner)
-    elif result['unit_holds']:
-        result['msg'] = '%s holds port %d' % (owner, port)
-    elif not unit_pids:
-        # the unit runs no process, so whoever listens is someone else
-        result['in_use'] = True
-        result['msg'] = ('a process this module cannot read (%d unreadable) listens on port %d, and %s runs no process'
-                         % (result['unreadable'], port, owner))
-    else:
-        result['msg'] = ('port %d listens but its holder could not be read (%d processes unreadable; root with CAP_SYS_PTRACE '
-                         'reads them): cannot tell whether %s holds it' % (port, result['unreadable'], owner))
-    return result
+from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
 
 
 def main():
@@ -177,12 +116,10 @@ def main():
     unit = module.params['unit']
     unit_pids = set()
     if unit:
-        rc, out, err = module.run_command(journal.systemctl_show_argv(unit))
-        if rc == 0:
-            state = journal.parse_systemctl_show(out)
-            if state.get('MainPID') or state.get('ActiveState') in ('active', 'activating', 'deactivating', 'reloading'):
-                unit_pids = journal.unit_pids(state.get('ControlGroup'), state.get('MainPID'))
-    result = port_check(port, unit_pids, unit)
+        state = systemd.show(module.run_command, unit)
+        if state is not None and (state.get('MainPID') or state.get('ActiveState') in ('active', 'activating', 'deactivating', 'reloading')):
+            unit_pids = proc_net.unit_pids(state.get('ControlGroup'), state.get('MainPID'))
+    result = proc_net.port_check(port, unit_pids, unit)
     module.exit_json(changed=False, **result)
 
 

@@ -142,7 +142,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
+from ansible_collections.ddtree.sglang.plugins.module_utils import http, systemd
 
 REQUEST_TIMEOUT_S = 10
 
@@ -212,10 +212,7 @@ def shortfall(remove, listed, min_healthy):
 
 def unit_state(module, unit):
     """ActiveState and SubState of a systemd unit, or {} when systemctl cannot tell."""
-    rc, out, dummy = module.run_command(['systemctl', 'show', unit, '--property=ActiveState,SubState,LoadState'])
-    if rc != 0:
-        return {}
-    return dict(line.split('=', 1) for line in out.splitlines() if '=' in line)
+    return systemd.show(module.run_command, unit, ('ActiveState', 'SubState', 'LoadState')) or {}
 
 
 def unit_broken(state):
@@ -230,8 +227,7 @@ def unit_broken(state):
 
 
 def journal_tail(module, unit, lines=15):
-    dummy, out, dummy = module.run_command(['journalctl', '-u', unit, '-n', str(lines), '--no-pager', '-o', 'cat'])
-    return out.splitlines()
+    return systemd.journal_tail(module.run_command, unit, lines)
 
 
 def pending(state, wanted, listed):

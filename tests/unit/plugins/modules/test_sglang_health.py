@@ -64,7 +64,7 @@ def host(monkeypatch):
             return fake.run_command(module, args, **kwargs)
         monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
         # the test's own HTTP server is not in a unit; ownership is tested on its own below
-        monkeypatch.setattr(sglang_health.journal, 'port_owner', lambda port, cg, pid: (True, []))
+        monkeypatch.setattr(sglang_health.proc_net, 'port_owner', lambda port, cg, pid: (True, []))
         holder['fake'] = fake
         return fake
     return install
@@ -313,7 +313,7 @@ def test_parse_env_file(text, expected):
 
 def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
     host([show()], [[PREFIX + 'Load weight begin.']])
-    monkeypatch.setattr(sglang_health.journal, 'port_owner', lambda port, cg, pid: (False, [999]))
+    monkeypatch.setattr(sglang_health.proc_net, 'port_owner', lambda port, cg, pid: (False, [999]))
     with pytest.raises(FailJson) as e:
         run({'unit': 'sglang-qwen-ddtree.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
     result = e.value.args[0]

@@ -41,7 +41,7 @@ def fake_proc(tmp_path, tcp, processes):
 
 def test_nothing_listens(tmp_path):
     proc = fake_proc(tmp_path, [tcp_line(30000, 111, state='01')], {})
-    result = sglang_port_check.port_check(30000, set(), 'sglang-qwen.service', proc)
+    result = sglang_port_check.proc_net.port_check(30000, set(), 'sglang-qwen.service', proc)
     assert result['in_use'] is False and result['listening'] is False and 'nothing listens' in result['msg']
 
 
@@ -49,7 +49,7 @@ def test_own_unit_holds_the_port(tmp_path):
     proc = fake_proc(tmp_path, [tcp_line(30000, 111)], {
         10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
     })
-    result = sglang_port_check.port_check(30000, {10}, 'sglang-qwen.service', proc)
+    result = sglang_port_check.proc_net.port_check(30000, {10}, 'sglang-qwen.service', proc)
     assert result['in_use'] is False and result['unit_holds'] is True and result['holders'] == []
 
 
@@ -58,7 +58,7 @@ def test_another_unit_holds_the_port(tmp_path):
         10: ('python3', '12:pids:/system.slice/sglang-qwen.service\n1:name=systemd:/system.slice/sglang-qwen.service\n', [111]),
         11: ('sshd', '0::/system.slice/ssh.service\n', [222]),
     })
-    result = sglang_port_check.port_check(30000, set(), 'sglang-other.service', proc)
+    result = sglang_port_check.proc_net.port_check(30000, set(), 'sglang-other.service', proc)
     assert result['in_use'] is True
     assert result['holders'] == [{'pid': 10, 'name': 'python3', 'unit': 'sglang-qwen.service'}]
     assert result['msg'] == 'PID 10 (python3, sglang-qwen.service) listens on port 30000, not sglang-other.service'
@@ -69,7 +69,7 @@ def test_a_stranger_next_to_the_unit(tmp_path):
         10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
         20: ('nc', '0::/user.slice/session-1.scope\n', [333]),
     })
-    result = sglang_port_check.port_check(30000, {10}, 'sglang-qwen.service', proc)
+    result = sglang_port_check.proc_net.port_check(30000, {10}, 'sglang-qwen.service', proc)
     assert result['in_use'] is True and result['unit_holds'] is True
     assert result['holders'] == [{'pid': 20, 'name': 'nc', 'unit': 'session-1.scope'}]
 
@@ -80,9 +80,9 @@ def test_unreadable_holder_without_a_running_unit_is_in_use(tmp_path, monkeypatc
     def denied(pid, proc='/proc'):
         raise PermissionError(13, 'Permission denied')
 
-    monkeypatch.setattr(sglang_port_check.journal, 'pid_socket_inodes', denied)
-    assert sglang_port_check.port_check(30000, set(), 'sglang-qwen.service', proc)['in_use'] is True
-    running = sglang_port_check.port_check(30000, {10}, 'sglang-qwen.service', proc)
+    monkeypatch.setattr(sglang_port_check.proc_net, 'pid_socket_inodes', denied)
+    assert sglang_port_check.proc_net.port_check(30000, set(), 'sglang-qwen.service', proc)['in_use'] is True
+    running = sglang_port_check.proc_net.port_check(30000, {10}, 'sglang-qwen.service', proc)
     assert running['in_use'] is False and running['unreadable'] == 1 and 'cannot tell' in running['msg']
 
 
@@ -107,8 +107,8 @@ def test_module_asks_systemd_for_the_unit(monkeypatch):
         return {'in_use': False, 'listening': False, 'unit_holds': False, 'holders': [], 'unreadable': 0, 'msg': 'x'}
 
     monkeypatch.setattr(sglang_port_check.AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(sglang_port_check, 'port_check', port_check)
-    monkeypatch.setattr(sglang_port_check.journal, 'unit_pids', lambda cg, pid: {pid})
+    monkeypatch.setattr(sglang_port_check.proc_net, 'port_check', port_check)
+    monkeypatch.setattr(sglang_port_check.proc_net, 'unit_pids', lambda cg, pid: {pid})
     with patch_module_args({'port': 30000, 'unit': 'sglang-qwen.service'}):
         with pytest.raises(ExitJson) as exited:
             sglang_port_check.main()

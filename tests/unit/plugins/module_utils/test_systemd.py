@@ -6,11 +6,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
 
 import pytest
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as jr
+from ansible_collections.ddtree.sglang.plugins.module_utils import systemd as jr
 
 INVOCATION = 'd702c87bd75b4c0d814920a15dab0820'
 
@@ -155,61 +154,27 @@ def test_reader_follows_the_cursor():
     assert reader.cursor == 's=2'
 
 
-PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:7530 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5551 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:7530 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 5552 1 0000000000000000 20 4 30 10 -1
-   2: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5553 1 0000000000000000 100 0 0 10 0
-garbage
-"""
+def test_show_asks_for_the_properties_and_returns_only_those():
+    calls = []
+
+    def runner(argv):
+        calls.append(argv)
+        return 0, 'ActiveState=activating\nSubState=auto-restart\nLoadState=loaded\n', ''
+
+    state = jr.show(runner, 'sglang-router.service', ('ActiveState', 'SubState', 'LoadState'))
+    assert state == {'ActiveState': 'activating', 'SubState': 'auto-restart', 'LoadState': 'loaded'}
+    assert calls == [['systemctl', 'show', 'sglang-router.service', '--no-pager', '-p', 'ActiveState,SubState,LoadState']]
+    assert jr.show(lambda argv: (1, '', 'Failed to connect to bus'), 'x.service') is None
+    full = jr.show(lambda argv: (0, SHOW_FAILED, ''), 'x.service')
+    assert full['MainPID'] == 0 and full['Result'] == 'exit-code' and set(full) == set(jr.UNIT_PROPERTIES)
 
 
-def test_parse_proc_net_tcp_only_listeners_on_the_port():
-    assert jr.parse_proc_net_tcp(PROC_NET_TCP, 30000) == set(['5551'])
-    assert jr.parse_proc_net_tcp(PROC_NET_TCP, 22) == set(['5553'])
-    assert jr.parse_proc_net_tcp(PROC_NET_TCP, 8080) == set()
+def test_journal_tail_of_a_unit():
+    calls = []
 
+    def runner(argv):
+        calls.append(argv)
+        return 0, b'Error starting router: boom\nbye\n', b''
 
-def test_socket_inode():
-    assert jr.socket_inode('socket:[5551]') == '5551'
-    assert jr.socket_inode('/dev/null') is None
-    assert jr.socket_inode('pipe:[12]') is None
-
-
-def _fake_proc(root, sockets_by_pid):
-    (root / 'net').mkdir(parents=True)
-    (root / 'net' / 'tcp').write_text(PROC_NET_TCP)
-    for pid, inodes in sockets_by_pid.items():
-        fd_dir = root / str(pid) / 'fd'
-        fd_dir.mkdir(parents=True)
-        (root / str(pid) / 'comm').write_text('python3\n')
-        for n, inode in enumerate(inodes):
-            os.symlink('socket:[%s]' % inode, str(fd_dir / str(n)))
-    return str(root)
-
-
-def test_port_owner(tmp_path):
-    proc = _fake_proc(tmp_path / 'proc', {100: ['5551'], 200: ['9999']})
-    assert jr.port_owner(30000, '', 100, proc) == (True, [])
-    assert jr.port_owner(30000, '', 200, proc) == (False, [100])
-    assert jr.process_name(100, proc) == 'python3'
-    # nothing listens on the port, or the unit's processes cannot be read: no opinion
-    assert jr.port_owner(8080, '', 100, proc) == (None, [])
-    assert jr.port_owner(30000, '', 424242, proc) == (None, [])
-
-
-def test_port_owner_of_a_process_whose_links_are_unreadable(tmp_path, monkeypatch):
-    proc = _fake_proc(tmp_path / 'proc', {100: ['5551']})
-    real_readlink = os.readlink
-
-    def readlink(path):
-        if os.sep + '100' + os.sep in path:
-            raise PermissionError(13, 'Permission denied', path)
-        return real_readlink(path)
-    monkeypatch.setattr(jr.os, 'readlink', readlink)
-    # the service runs as another user and this one lacks CAP_SYS_PTRACE: no opinion, not "foreign"
-    assert jr.port_owner(30000, '', 100, proc) == (None, [])
-
-
-def test_unit_pids_never_reads_the_root_cgroup():
-    assert jr.unit_pids('', 7) == set([7])
-    assert jr.unit_pids('/', 0) == set()
+    assert jr.journal_tail(runner, 'r.service', 2) == ['Error starting router: boom', 'bye']
+    assert calls == [['journalctl', '-u', 'r.service', '-n', '2', '--no-pager', '-o', 'cat']]
