@@ -249,6 +249,7 @@ stderr_tail:
 '''
 
 import glob
+import inspect
 import os
 import signal
 import time
@@ -256,130 +257,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddtree.sglang.plugins.module_utils.ml_env_probe import (
     MARKER, judge, parse_probe_output, summary)
-
-# Runs inside the release's interpreter: standard library only, Python 3.8+. Findings go to a
-# duplicate of the original stdout; stdout itself is pointed at stderr so that output of the
-# imported packages (C extensions included) never lands between the marker lines.
-PROBE_SCRIPT = r'''
-import importlib, json, os, sys, time, traceback, warnings
-MARKER = sys.argv[1]
-IMPORTS = json.loads(sys.argv[2])
-WANT_SMOKE = sys.argv[3] == '1'
-_out = os.fdopen(os.dup(1), 'w')
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-
-
-def emit(event, **kw):
-    kw['event'] = event
-    _out.write(MARKER + json.dumps(kw, default=str) + '\n')
-    _out.flush()
-
-
-try:
-    from importlib import metadata as _md
-except ImportError:
-    _md = None
-_owners = None
-
-
-def dist_version(name):
-    try:
-        return _md.version(name) if _md else None
-    except Exception:
-        return None
-
-
-def owners(module_name):
-    global _owners
-    if _owners is None:
-        try:
-            _owners = _md.packages_distributions()
-        except Exception:
-            _owners = {}
-    names = sorted(set(_owners.get(module_name.split('.')[0], [])))
-    return [{'name': n, 'version': dist_version(n)} for n in names]
-
-
-def library_owner(path):
-    try:
-        real = os.path.realpath(path)
-        for dist in _md.distributions():
-            for f in dist.files or []:
-                if str(f).endswith(os.path.basename(real)) and os.path.realpath(str(dist.locate_file(f))) == real:
-                    name = dist.metadata['Name']
-                    return {'name': name, 'version': dist.version}
-    except Exception:
-        pass
-    return None
-
-
-emit('start', executable=sys.executable, version=sys.version.split()[0], prefix=sys.prefix)
-for name in IMPORTS:
-    emit('step', name=name)
-    began = time.time()
-    rec = {'name': name}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            mod = importlib.import_module(name)
-        version = getattr(mod, '__version__', None)
-        rec.update(ok=True, version=None if version is None else str(version), file=getattr(mod, '__file__', None))
-    except BaseException as e:
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        rec.update(ok=False, error_type=type(e).__name__, error=str(e)[:4000],
-                   traceback=traceback.format_exc()[-4000:])
-        text = rec['error'] + rec['traceback']
-        at = text.find(': undefined symbol')
-        if at > 0:
-            lib = text[:at].split()[-1].strip('\'"')
-            if lib.startswith('/'):
-                rec['library'] = lib
-                rec['library_distribution'] = library_owner(lib)
-    rec['distributions'] = owners(name)
-    rec['seconds'] = round(time.time() - began, 3)
-    emit('import', **rec)
-
-emit('step', name='torch report')
-t = {'distribution_version': dist_version('torch'), 'version': None, 'cuda': None, 'cuda_available': False,
-     'cuda_warning': None, 'device_count': 0, 'arch_list': [], 'devices': [], 'error': None}
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        import torch
-    t['version'] = str(torch.__version__)
-    t['cuda'] = torch.version.cuda
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter('always')
-        t['cuda_available'] = bool(torch.cuda.is_available())
-    t['cuda_warning'] = '; '.join(str(w.message) for w in seen)[:2000] or None
-    t['device_count'] = torch.cuda.device_count() if t['cuda_available'] else 0
-    t['arch_list'] = list(torch.cuda.get_arch_list()) if t['cuda_available'] else []
-    devices = []
-    for i in range(t['device_count']):
-        p = torch.cuda.get_device_properties(i)
-        devices.append({'index': i, 'name': p.name, 'capability': '%d.%d' % (p.major, p.minor),
-                        'total_memory_mib': int(p.total_memory // (1024 * 1024)),
-                        'multi_processor_count': p.multi_processor_count})
-    t['devices'] = devices
-    if devices and WANT_SMOKE:
-        try:
-            x = torch.ones(8, device='cuda:0')
-            value = float((x * 2).sum().item())
-            torch.cuda.synchronize()
-            t['smoke'] = {'ok': value == 16.0, 'error': None if value == 16.0 else 'got %r, expected 16.0' % value}
-        except Exception as e:
-            t['smoke'] = {'ok': False, 'error': '%s: %s' % (type(e).__name__, str(e)[:2000])}
-except BaseException as e:
-    if isinstance(e, KeyboardInterrupt):
-        raise
-    if t['distribution_version'] is not None or not isinstance(e, ImportError):
-        t['error'] = '%s: %s' % (type(e).__name__, str(e)[:2000])
-emit('torch', **t)
-emit('done')
-'''
-
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import ml_env as ml_env_probe
 
 def _auto_expect_cuda():
     if os.path.exists('/dev/nvidiactl'):
@@ -451,7 +329,8 @@ def main():
 
     timeout = module.params['timeout']
     # expect_cuda decides the smoke operation: a lab host's CPU torch must not be asked for a GPU
-    argv = [python, '-I', '-c', PROBE_SCRIPT, MARKER, module.jsonify(imports), '1' if expect_cuda else '0']
+    # the probe's source travels as -c (inspect reads it inside AnsiballZ's zip too)
+    argv = [python, '-I', '-c', inspect.getsource(ml_env_probe), MARKER, module.jsonify(imports), '1' if expect_cuda else '0']
     began = time.time()
     rc, out, err, timed_out = _run(module, argv, timeout)
     result['elapsed_s'] = round(time.time() - began, 3)
