@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, ddtree.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading the root-only EnvironmentFile the role writes secrets to (pure, no I/O)."""
+"""Reading the root-only EnvironmentFile the role writes secrets to."""
 
 from __future__ import annotations
+
+import errno
 
 
 def parse_env_file(text):
@@ -26,3 +28,16 @@ def parse_env_file(text):
             value = ''.join(out)
         values[name] = value
     return values
+
+
+def read_env_value(path, name, missing_ok=False):
+    """``name``'s value in the EnvironmentFile at ``path``; None when the file sets none (or, with
+    missing_ok, when there is no such file). Other read errors raise OSError for the caller's message."""
+    try:
+        with open(path, 'rb') as handle:
+            text = handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError) as e:
+        if missing_ok and e.errno == errno.ENOENT:
+            return None
+        raise
+    return parse_env_file(text).get(name) or None

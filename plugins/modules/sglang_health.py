@@ -322,7 +322,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import http
 from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
-from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
 
 JOURNAL_TAIL = 40
@@ -745,14 +745,11 @@ class HealthCheck:
         if not path:
             return None
         try:
-            with open(path, 'rb') as handle:
-                values = parse_env_file(handle.read().decode('utf-8', 'replace'))
+            key = read_env_value(path, self.params['api_key_env_var'])
         except (IOError, OSError) as e:
             self.module.fail_json(msg='cannot read api_key_env_file %s: %s' % (path, e.strerror or e))
-        key = values.get(self.params['api_key_env_var'], '')
-        if not key:
-            return None
-        self.module.no_log_values.add(key)
+        if key:
+            self.module.no_log_values.add(key)
         return key
 
     def mark_healthy(self, probe):

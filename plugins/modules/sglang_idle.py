@@ -101,14 +101,13 @@ elapsed_s:
   type: float
 '''
 
-import errno
 import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import http
-from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
 
 REQUEST_TIMEOUT_S = 5
 ENDPOINTS = ('/v1/loads?include=core', '/get_load')
@@ -166,16 +165,13 @@ def read_key(module):
     if not path:
         return None
     try:
-        with open(path, 'rb') as handle:
-            key = parse_env_file(handle.read().decode('utf-8', 'replace')).get(module.params['api_key_env_var'], '')
+        # a host that has no service yet has no key file either
+        key = read_env_value(path, module.params['api_key_env_var'], missing_ok=True)
     except (IOError, OSError) as e:
-        if e.errno == errno.ENOENT:
-            # a host that has no service yet has no key file either
-            return None
         module.fail_json(msg='cannot read api_key_env_file %s: %s' % (path, e.strerror or e))
     if key:
         module.no_log_values.add(key)
-    return key or None
+    return key
 
 
 def run_module():

@@ -300,17 +300,6 @@ def test_api_key_file_and_env_file_exclude_each_other(host):
     assert 'mutually exclusive' in e.value.args[0]['msg']
 
 
-@pytest.mark.parametrize('text, expected', [
-    ("A=1\nB='two words'\n", {'A': '1', 'B': 'two words'}),
-    ('# comment\n; comment\n\nC = "x\\"y"\n', {'C': 'x"y'}),
-    ("K='first'\nK='second'\n", {'K': 'second'}),
-    ("no assignment\nD=\n", {'D': ''}),
-    ("E='a=b'\n", {'E': 'a=b'}),
-])
-def test_parse_env_file(text, expected):
-    assert sglang_health.parse_env_file(text) == expected
-
-
 def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
     host([show()], [[PREFIX + 'Load weight begin.']])
     monkeypatch.setattr(sglang_health.proc_net, 'port_owner', lambda port, cg, pid: (False, [999]))
