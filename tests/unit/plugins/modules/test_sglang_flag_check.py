@@ -21,6 +21,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import flag_check as fcu
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_flag_check as fc
 
 SECRET = 'sk-live-5f0c2a9e7b3d'
@@ -127,7 +128,7 @@ def run(args, data, cwd, environ_update):
 
 
 def probe(env, *argv):
-    return fc.run_probe(run, TIMEOUT, sys.executable, list(argv), environment=env, timeout=60)
+    return fcu.run_probe(run, TIMEOUT, sys.executable, list(argv), environment=env, timeout=60)
 
 
 # --- pure parts ------------------------------------------------------------------------------
@@ -135,53 +136,53 @@ def probe(env, *argv):
 def test_mask_argv_hides_secret_values_in_both_spellings():
     argv = ['--model-path', '/m', '--api-key', SECRET, '--admin-api-key=' + ADMIN, '--tp-size', '2',
             '--ssl-keyfile-password', 'pw', '--hf-token', 'hf_x', '--max-total-tokens', '4096', '--api-k', 'abbrev']
-    masked = fc.mask_argv(argv)
-    assert masked == ['--model-path', '/m', '--api-key', fc.MASK, '--admin-api-key=' + fc.MASK, '--tp-size', '2',
-                      '--ssl-keyfile-password', fc.MASK, '--hf-token', fc.MASK, '--max-total-tokens', '4096',
-                      '--api-k', fc.MASK]
-    assert fc.secret_values(argv) == [SECRET, ADMIN, 'pw', 'hf_x', 'abbrev']
+    masked = fcu.mask_argv(argv)
+    assert masked == ['--model-path', '/m', '--api-key', fcu.MASK, '--admin-api-key=' + fcu.MASK, '--tp-size', '2',
+                      '--ssl-keyfile-password', fcu.MASK, '--hf-token', fcu.MASK, '--max-total-tokens', '4096',
+                      '--api-k', fcu.MASK]
+    assert fcu.secret_values(argv) == [SECRET, ADMIN, 'pw', 'hf_x', 'abbrev']
 
 
 def test_secret_flag_at_the_end_has_no_value():
-    assert fc.mask_argv(['--api-key']) == ['--api-key'] and fc.secret_values(['--api-key']) == []
+    assert fcu.mask_argv(['--api-key']) == ['--api-key'] and fcu.secret_values(['--api-key']) == []
 
 
 def test_secret_flags_are_words_not_substrings():
     for flag in ('--max-total-tokens', '--tokenizer-path', '--ssl-keyfile', '--ssl-keyfile=/k.pem', '--a', 'api-key'):
-        assert not fc.is_secret_flag(flag), flag
+        assert not fcu.is_secret_flag(flag), flag
     # argparse takes a unique prefix of --api-key as --api-key
     for flag in ('--api-key', '--watermark-config', '--hf-token', '--db-password', '--client-secret-file', '--admin-api', '--api'):
-        assert fc.is_secret_flag(flag), flag
+        assert fcu.is_secret_flag(flag), flag
 
 
 def test_scrub_reaches_nested_strings():
     value = {'error': 'unrecognized arguments: --api-keys ' + SECRET, 'list': [SECRET + '!'], 'n': 3, 'b': None}
-    assert fc.scrub(value, [SECRET]) == {'error': 'unrecognized arguments: --api-keys ' + fc.MASK,
-                                         'list': [fc.MASK + '!'], 'n': 3, 'b': None}
+    assert fcu.scrub(value, [SECRET]) == {'error': 'unrecognized arguments: --api-keys ' + fcu.MASK,
+                                         'list': [fcu.MASK + '!'], 'n': 3, 'b': None}
 
 
 def test_parse_probe_output_takes_the_last_marked_line():
     answer = {'valid': True, 'unknown_flags': []}
-    out = 'noise\n%s{"valid": false}\nmore noise\n%s%s\n' % (fc.RESULT_MARK, fc.RESULT_MARK, json.dumps(answer))
-    assert fc.parse_probe_output(out) == answer
+    out = 'noise\n%s{"valid": false}\nmore noise\n%s%s\n' % (fcu.RESULT_MARK, fcu.RESULT_MARK, json.dumps(answer))
+    assert fcu.parse_probe_output(out) == answer
 
 
-@pytest.mark.parametrize('out', ['', 'Traceback (most recent call last):\n', fc.RESULT_MARK + '{not json', fc.RESULT_MARK + '[1, 2]'])
+@pytest.mark.parametrize('out', ['', 'Traceback (most recent call last):\n', fcu.RESULT_MARK + '{not json', fcu.RESULT_MARK + '[1, 2]'])
 def test_parse_probe_output_refuses_what_is_no_answer(out):
-    with pytest.raises(fc.ProbeError):
-        fc.parse_probe_output(out)
+    with pytest.raises(fcu.ProbeError):
+        fcu.parse_probe_output(out)
 
 
 def test_release_of():
-    assert fc.release_of('/opt/ddtree/ml-env/releases/abc/bin/python') == '/opt/ddtree/ml-env/releases/abc'
-    assert fc.release_of('/opt/x/bin/python', '/opt/ddtree/ml-env/releases/abc') == '/opt/ddtree/ml-env/releases/abc'
-    assert fc.release_of('/usr/local/python3') == '/usr/local'
+    assert fcu.release_of('/opt/ddtree/ml-env/releases/abc/bin/python') == '/opt/ddtree/ml-env/releases/abc'
+    assert fcu.release_of('/opt/x/bin/python', '/opt/ddtree/ml-env/releases/abc') == '/opt/ddtree/ml-env/releases/abc'
+    assert fcu.release_of('/usr/local/python3') == '/usr/local'
 
 
 def test_message_for_unknown_ddtree_flags():
     result = {'sglang_version': '0.5.23', 'unknown_flags': ['--speculative-ddtree-budget'],
               'error': 'sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8'}
-    msg = fc.build_message(result, '/opt/ddtree/ml-env/releases/3f9a')
+    msg = fcu.build_message(result, '/opt/ddtree/ml-env/releases/3f9a')
     assert msg.startswith('The installed sglang 0.5.23 in /opt/ddtree/ml-env/releases/3f9a does not know '
                           '--speculative-ddtree-budget: sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8')
     assert 'lacks the DDTree patch' in msg and msg.endswith('(refused before the service was touched)')
@@ -190,7 +191,7 @@ def test_message_for_unknown_ddtree_flags():
 def test_message_for_a_bad_value_names_the_flag():
     result = {'sglang_version': '0.5.23', 'unknown_flags': [],
               'error': "sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'two'"}
-    msg = fc.build_message(result, '/r')
+    msg = fcu.build_message(result, '/r')
     assert msg.startswith("The installed sglang 0.5.23 in /r refuses --tp-size: sglang serve: error: argument")
     assert 'DDTree' not in msg
 
@@ -198,18 +199,18 @@ def test_message_for_a_bad_value_names_the_flag():
 def test_message_for_an_unknown_algorithm_and_for_both_kinds():
     algo = {'sglang_version': '0.5.23', 'unknown_flags': [], 'error': 'Unknown speculative algorithm name: DDTREE',
             'error_flag': '--speculative-algorithm', 'error_value': 'DDTREE'}
-    assert fc.build_message(algo, '/r').startswith(
+    assert fcu.build_message(algo, '/r').startswith(
         'The installed sglang 0.5.23 in /r refuses --speculative-algorithm DDTREE: Unknown speculative algorithm name: DDTREE; '
         'this build lacks the DDTree patch')
     both = {'sglang_version': None, 'unknown_flags': ['--foo'], 'error': "sglang serve: error: argument --load-format: invalid choice: 'x'"}
-    assert fc.build_message(both, '/r').startswith(
+    assert fcu.build_message(both, '/r').startswith(
         "The installed sglang (version unknown) in /r does not know --foo and refuses --load-format: sglang serve: error:")
 
 
 def test_error_flag_of():
-    assert fc.error_flag_of('sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value') == '--tp-size'
-    assert fc.error_flag_of('sglang serve: error: unrecognized arguments: --x') is None
-    assert fc.error_flag_of(None) is None
+    assert fcu.error_flag_of('sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value') == '--tp-size'
+    assert fcu.error_flag_of('sglang serve: error: unrecognized arguments: --x') is None
+    assert fcu.error_flag_of(None) is None
 
 
 # --- the probe, run by this interpreter against the stand-in --------------------------------
@@ -262,7 +263,7 @@ def test_probe_never_answers_with_a_secret(fake_sglang):
     answer = probe(fake_sglang, '--model-path', '/m', '--api-key', SECRET, '--admin-api-key=' + ADMIN)
     text = json.dumps(answer)
     assert SECRET not in text and ADMIN not in text
-    assert answer['warnings'] == ['an API key is set: ' + fc.MASK]
+    assert answer['warnings'] == ['an API key is set: ' + fcu.MASK]
     answer = probe(fake_sglang, '--model-path', '/m', '--api-keys', 'typo', '--api-key', SECRET)
     assert SECRET not in json.dumps(answer)
 
@@ -274,7 +275,7 @@ def test_probe_keeps_secrets_off_its_command_line(fake_sglang):
         seen.append((args, data, cwd))
         return run(args, data, cwd, environ_update)
 
-    fc.run_probe(spy, TIMEOUT, sys.executable, ['--model-path', '/m', '--api-key', SECRET], environment=fake_sglang)
+    fcu.run_probe(spy, TIMEOUT, sys.executable, ['--model-path', '/m', '--api-key', SECRET], environment=fake_sglang)
     (args, data, cwd), = seen
     assert SECRET not in ' '.join(args) and SECRET in data
     assert args[:3] == [TIMEOUT, '--kill-after=10', '180'] and args[3:5] == [sys.executable, '-c']
@@ -283,7 +284,7 @@ def test_probe_keeps_secrets_off_its_command_line(fake_sglang):
 
 
 def test_probe_without_sglang_says_so(tmp_path):
-    answer = fc.run_probe(run, TIMEOUT, sys.executable, ['--model-path', '/m'], module='no_such_sglang.server_args', timeout=60)
+    answer = fcu.run_probe(run, TIMEOUT, sys.executable, ['--model-path', '/m'], module='no_such_sglang.server_args', timeout=60)
     assert answer['probe_error'].startswith("cannot import no_such_sglang.server_args: ModuleNotFoundError")
 
 
@@ -291,16 +292,16 @@ def test_probe_that_does_not_answer(tmp_path):
     script = tmp_path / 'python'
     script.write_text('#!/bin/sh\necho "Traceback: boom" >&2\nexit 3\n')
     script.chmod(0o755)
-    with pytest.raises(fc.ProbeError, match=r'no answer \(exit status 3\): Traceback: boom'):
-        fc.run_probe(run, TIMEOUT, str(script), ['--model-path', '/m'], timeout=30)
+    with pytest.raises(fcu.ProbeError, match=r'no answer \(exit status 3\): Traceback: boom'):
+        fcu.run_probe(run, TIMEOUT, str(script), ['--model-path', '/m'], timeout=30)
 
 
 def test_probe_timeout(tmp_path):
     script = tmp_path / 'python'
     script.write_text('#!/bin/sh\nexec sleep 30\n')
     script.chmod(0o755)
-    with pytest.raises(fc.ProbeError, match='no answer within 1 s'):
-        fc.run_probe(run, TIMEOUT, str(script), ['--model-path', '/m'], timeout=1)
+    with pytest.raises(fcu.ProbeError, match='no answer within 1 s'):
+        fcu.run_probe(run, TIMEOUT, str(script), ['--model-path', '/m'], timeout=1)
 
 
 # --- the module ------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ def test_module_fails_naming_flag_version_and_release(fake_sglang):
     assert result['msg'].endswith('(refused before the service was touched)')
     assert result['valid'] is False and result['unknown_flags'] == ['--speculative-ddtree-shadow-linear']
     assert result['release_path'] == sys.prefix and result['changed'] is False
-    assert result['argv'][-2:] == ['--api-key', fc.MASK]
+    assert result['argv'][-2:] == ['--api-key', fcu.MASK]
     assert SECRET not in json.dumps(result)
     assert result['invocation']['module_args']['env'] == 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER'
 

@@ -1,0 +1,181 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ddtree.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The flag check's controller side: which flags carry secrets, masking and scrubbing them,
+running the probe (probes/flag_check.py) with the release's interpreter, reading its answer
+and wording the refusal.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import inspect
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check as flag_probe
+
+MASK = '********'
+# SGLang's own secret-bearing flags (the watermark config holds keys; SGLang redacts it too)
+SECRET_FLAGS = ('--api-key', '--admin-api-key', '--ssl-keyfile-password', '--watermark-config')
+# words, not substrings: --max-total-tokens and --tokenizer-path carry no secret
+_SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token)(?:$|-)')
+# argparse accepts a unique prefix of a flag, so `--api-k` still carries the API key
+_MIN_ABBREV = 5
+# complete SGLang flags that happen to be prefixes of a secret one (a path, not a secret)
+_NOT_SECRET = ('--ssl-keyfile',)
+RESULT_MARK = flag_probe.MARK
+_ARGUMENT = re.compile(r'argument (-[^\s:/]+)')
+_NOT_RUN = ' (refused before the service was touched)'
+
+class ProbeError(Exception):
+    """The probe did not answer: no interpreter, a crash, a timeout, output that is no answer."""
+
+
+def is_secret_flag(flag):
+    name = flag.split('=', 1)[0]
+    if not name.startswith('--') or len(name) < 3 or name in _NOT_SECRET:
+        return False
+    if name in SECRET_FLAGS or _SECRET_WORD.search(name[2:]):
+        return True
+    return len(name) >= _MIN_ABBREV and any(secret.startswith(name) for secret in SECRET_FLAGS)
+
+
+def secret_values(argv):
+    """Values of secret flags in argv (both `--flag value` and `--flag=value`)."""
+    secrets = []
+    tokens = list(argv)
+    for i, token in enumerate(tokens):
+        if not is_secret_flag(token):
+            continue
+        if '=' in token:
+            value = token.split('=', 1)[1]
+        elif i + 1 < len(tokens):
+            value = tokens[i + 1]
+        else:
+            continue
+        if value and value not in secrets:
+            secrets.append(value)
+    return secrets
+
+
+def mask_argv(argv):
+    masked = []
+    mask_next = False
+    for token in argv:
+        if mask_next:
+            masked.append(MASK)
+            mask_next = False
+        elif is_secret_flag(token) and '=' in token:
+            masked.append(token.split('=', 1)[0] + '=' + MASK)
+        elif is_secret_flag(token):
+            masked.append(token)
+            mask_next = True
+        else:
+            masked.append(token)
+    return masked
+
+
+def scrub(value, secrets):
+    """Replace every secret in every string of a nested value with the mask."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret:
+                value = value.replace(secret, MASK)
+        return value
+    if isinstance(value, list):
+        return [scrub(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return dict((key, scrub(item, secrets)) for key, item in value.items())
+    return value
+
+
+def parse_probe_output(stdout):
+    """The probe's answer: the JSON after the last result mark on stdout."""
+    for line in reversed((stdout or '').splitlines()):
+        if line.startswith(RESULT_MARK):
+            try:
+                answer = json.loads(line[len(RESULT_MARK):])
+            except ValueError as exc:
+                raise ProbeError('the probe answered something that is not JSON: %s' % exc)
+            if not isinstance(answer, dict) or 'valid' not in answer:
+                raise ProbeError('the probe answered without a verdict: %r' % (answer,))
+            return answer
+    raise ProbeError('the probe gave no answer')
+
+
+def release_of(python, prefix=None):
+    """Where the interpreter's environment lives: the probe's sys.prefix, else <dir>/bin/python's <dir>."""
+    if prefix:
+        return prefix
+    bindir = os.path.dirname(python)
+    if os.path.basename(bindir) == 'bin':
+        return os.path.dirname(bindir)
+    return bindir or python
+
+
+def error_flag_of(error):
+    found = _ARGUMENT.search(error or '')
+    return found.group(1) if found else None
+
+
+def build_message(result, release):
+    """One sentence that names the refused flags, the SGLang version and the release."""
+    who = 'The installed sglang %s in %s' % (result.get('sglang_version') or '(version unknown)', release)
+    unknown = result.get('unknown_flags') or []
+    error = result.get('error') or ''
+    flag = result.get('error_flag') or error_flag_of(error)
+    value = result.get('error_value')
+    refused = '%s %s' % (flag, value) if flag and value else flag
+    unknown_is_error = 'unrecognized arguments' in error
+    if unknown and (unknown_is_error or not error):
+        what = 'does not know %s' % ', '.join(unknown)
+    elif unknown:
+        what = 'does not know %s and refuses %s' % (', '.join(unknown), refused or 'the flags')
+    elif refused:
+        what = 'refuses %s' % refused
+    else:
+        what = 'refuses the flags'
+    msg = '%s %s: %s' % (who, what, error or 'unrecognized arguments')
+    named = ' '.join(unknown + [refused or '']).lower()
+    if 'ddtree' in named:
+        msg += '; this build lacks the DDTree patch (install the DDTree-patched sglang into the release)'
+    return msg + _NOT_RUN
+
+
+def probe_command(timeout_bin, python, timeout):
+    # coreutils timeout: SIGTERM at the deadline, SIGKILL 10 s later; exit status 124 means it fired.
+    # The probe's source travels as -c (inspect reads it inside AnsiballZ's zip too).
+    return [timeout_bin, '--kill-after=10', str(int(timeout)), python, '-c', inspect.getsource(flag_probe)]
+
+
+def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180):
+    """Run the probe with `python`; return its answer (dict) with secret values scrubbed.
+
+    `run(args, data, cwd, environ_update)` runs a command and returns (rc, stdout, stderr), as
+    AnsibleModule.run_command does. The flags travel on the probe's stdin, so no secret
+    appears in the process list.
+    """
+    secrets = secret_values(argv)
+    # the module scrubs the answer; the probe never sees which values are secret
+    request = json.dumps({'argv': list(argv), 'module': module})
+    env = dict((str(k), str(v)) for k, v in (environment or {}).items())
+    # a check must not write into the release it checks
+    env['PYTHONDONTWRITEBYTECODE'] = '1'
+    workdir = tempfile.mkdtemp(prefix='sglang-flag-check-')
+    try:
+        rc, stdout, stderr = run(probe_command(timeout_bin, python, timeout), request, workdir, env)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if rc == 124:
+        raise ProbeError('no answer within %d s (raise timeout if importing torch is that slow here)' % timeout)
+    try:
+        answer = parse_probe_output(stdout)
+    except ProbeError as exc:
+        tail = scrub('\n'.join((stderr or '').strip().splitlines()[-15:]), secrets)
+        raise ProbeError('%s (exit status %s)%s' % (exc, rc, (': ' + tail) if tail else ''))
+    return scrub(answer, secrets)
