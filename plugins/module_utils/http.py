@@ -28,12 +28,23 @@ from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
-from ansible.module_utils.urls import Request
+from ansible.module_utils.urls import Request, make_context
 
 # SGLang's answers (/v1/models, a short /generate, /v1/loads, the router's /workers) are a few KiB
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MIN_TIMEOUT_S = 0.1
 MAX_TIMEOUT_S = 300.0
+
+
+# one TLS context per process: building one loads the CA store (tens of ms), and Request would
+# build one per call although SGLang and the router speak plain http; a poll loop must not pay that
+_TLS_CONTEXT = []
+
+
+def tls_context():
+    if not _TLS_CONTEXT:
+        _TLS_CONTEXT.append(make_context())
+    return _TLS_CONTEXT[0]
 
 
 class Unreachable(Exception):
@@ -76,7 +87,8 @@ def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BY
     if body is not None:
         data = json.dumps(body).encode('utf-8')
         headers['Content-Type'] = 'application/json'
-    request = Request(use_proxy=False, follow_redirects='none', timeout=clamp_timeout(timeout))
+    # no netrc: a ~/.netrc entry for the host would add credentials nobody asked for
+    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context())
     try:
         response = request.open(method, url, data=data, headers=headers)
         try:

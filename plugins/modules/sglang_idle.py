@@ -101,63 +101,12 @@ elapsed_s:
   type: float
 '''
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
-
-REQUEST_TIMEOUT_S = 5
-ENDPOINTS = ('/v1/loads?include=core', '/get_load')
-
-
-class NotAnswering(Exception):
-    pass
-
-
-class NoLoadEndpoint(Exception):
-    pass
-
-
-def in_flight_of(endpoint, body):
-    """Requests running or waiting, summed over DP ranks, from either load endpoint's JSON."""
-    if endpoint.startswith('/v1/loads'):
-        loads = body.get('loads') if isinstance(body, dict) else None
-        keys = ('num_running_reqs', 'num_waiting_reqs')
-    else:
-        loads = body if isinstance(body, list) else [body]
-        keys = ('num_reqs', 'num_waiting_reqs')
-    if not isinstance(loads, list):
-        raise ValueError('no per-rank loads in %r' % (body,))
-    return sum(int(rank.get(key) or 0) for rank in loads if isinstance(rank, dict) for key in keys)
-
-
-class LoadReader(object):
-    def __init__(self, base_url, key=None):
-        self.base_url = base_url.rstrip('/')
-        self.headers = {'Authorization': 'Bearer %s' % key} if key else {}
-        self.endpoint = None
-
-    def read(self):
-        """In-flight requests; NotAnswering when nothing listens, NoLoadEndpoint when neither endpoint exists."""
-        for endpoint in ([self.endpoint] if self.endpoint else ENDPOINTS):
-            try:
-                status, raw = http.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
-            except http.Unreachable as e:
-                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e.reason))
-            if status == 404 and not self.endpoint:
-                continue
-            if not 200 <= status < 300:
-                raise NotAnswering('HTTP %s from %s%s' % (status, self.base_url, endpoint))
-            try:
-                body = json.loads(raw.decode('utf-8'))
-            except ValueError as e:
-                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e))
-            self.endpoint = endpoint
-            return in_flight_of(endpoint, body)
-        raise NoLoadEndpoint('%s serves neither /v1/loads nor /get_load' % self.base_url)
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_load import LoadReader, NoLoadEndpoint, NotAnswering
 
 
 def read_key(module):

@@ -137,77 +137,13 @@ elapsed_s:
   type: float
 '''
 
-import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http, systemd
-
-REQUEST_TIMEOUT_S = 10
-
-
-def norm(url):
-    return (url or '').strip().rstrip('/')
-
-
-class RouterError(Exception):
-    pass
-
-
-class Router(object):
-    """The three worker-management calls of sglang-router's HTTP API."""
-
-    def __init__(self, url):
-        self.url = norm(url)
-
-    def call(self, method, path, body=None):
-        try:
-            status, raw = http.call(method, self.url + path, body, timeout=REQUEST_TIMEOUT_S)
-        except http.Unreachable as e:
-            raise RouterError('%s %s%s failed: %s' % (method, self.url, path, e.reason))
-        if not 200 <= status < 300:
-            detail = raw[:500].decode('utf-8', 'replace')
-            raise RouterError('%s %s%s answered HTTP %s %s' % (method, self.url, path, status, detail.strip()))
-        try:
-            return json.loads(raw.decode('utf-8') or 'null')
-        except ValueError:
-            raise RouterError('%s %s%s did not answer JSON: %r' % (method, self.url, path, raw[:200]))
-
-    def workers(self):
-        listing = self.call('GET', '/workers')
-        if not isinstance(listing, dict) or not isinstance(listing.get('workers'), list):
-            raise RouterError('GET %s/workers did not answer {"workers": [...]}: %r' % (self.url, listing))
-        return [{'url': norm(w.get('url')), 'id': w.get('id'), 'is_healthy': bool(w.get('is_healthy')),
-                 'load': w.get('load')} for w in listing['workers'] if isinstance(w, dict)]
-
-    def add(self, url):
-        self.call('POST', '/workers', {'url': url})
-
-    def remove(self, worker_id):
-        self.call('DELETE', '/workers/%s' % worker_id)
-
-
-def plan(state, wanted, listed):
-    """(to add, to remove as listing entries) for the requested state."""
-    by_url = dict((w['url'], w) for w in listed)
-    add = [u for u in wanted if u not in by_url] if state in ('present', 'exact') else []
-    if state == 'absent':
-        remove = [by_url[u] for u in wanted if u in by_url]
-    elif state == 'exact':
-        remove = [w for w in listed if w['url'] not in wanted]
-    else:
-        remove = []
-    return add, remove
-
-
-def shortfall(remove, listed, min_healthy):
-    """Healthy workers left after the removal, when that is fewer than min_healthy; else None."""
-    if not remove or min_healthy <= 0:
-        return None
-    gone = set(w['url'] for w in remove)
-    left = [w for w in listed if w['is_healthy'] and w['url'] not in gone]
-    return len(left) if len(left) < min_healthy else None
+from ansible_collections.ddtree.sglang.plugins.module_utils import systemd
+from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import (
+    Router, RouterError, norm, pending, plan, shortfall, unit_broken)
 
 
 def unit_state(module, unit):
@@ -215,29 +151,8 @@ def unit_state(module, unit):
     return systemd.show(module.run_command, unit, ('ActiveState', 'SubState', 'LoadState')) or {}
 
 
-def unit_broken(state):
-    """Why the unit cannot be serving, or None."""
-    if not state:
-        return None
-    if state.get('LoadState') == 'not-found':
-        return 'is not installed'
-    if state.get('ActiveState') in ('failed', 'inactive', 'deactivating') or state.get('SubState') == 'auto-restart':
-        return 'is %s (%s)' % (state.get('ActiveState'), state.get('SubState'))
-    return None
-
-
 def journal_tail(module, unit, lines=15):
     return systemd.journal_tail(module.run_command, unit, lines)
-
-
-def pending(state, wanted, listed):
-    """Workers of `wanted` not yet where the state wants them."""
-    healthy = set(w['url'] for w in listed if w['is_healthy'])
-    present = set(w['url'] for w in listed)
-    if state == 'absent':
-        return [u for u in wanted if u in present]
-    stray = [w['url'] for w in listed if w['url'] not in wanted] if state == 'exact' else []
-    return [u for u in wanted if u not in healthy] + stray
 
 
 def run_module():

@@ -135,3 +135,13 @@ def test_proxy_settings_of_the_environment_are_ignored(server, monkeypatch):
     assert http.call('GET', server.url + '/health') == (200, b'')
 
 
+
+
+def test_a_netrc_entry_adds_no_credentials(server, tmp_path, monkeypatch):
+    server.routes['/health'] = (200, {}, b'', 0)
+    netrc = tmp_path / 'netrc'
+    netrc.write_text('machine 127.0.0.1 login someone password hunter2\n')
+    netrc.chmod(0o600)
+    monkeypatch.setenv('NETRC', str(netrc))
+    assert http.call('GET', server.url + '/health') == (200, b'')
+    assert server.seen == [('GET', '/health', None, b'')]
