@@ -16,6 +16,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_health
 
 INVOCATION = 'd702c87bd75b4c0d814920a15dab0820'
@@ -64,7 +65,7 @@ def host(monkeypatch):
             return fake.run_command(module, args, **kwargs)
         monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
         # the test's own HTTP server is not in a unit; ownership is tested on its own below
-        monkeypatch.setattr(sglang_health.proc_net, 'port_owner', lambda port, cg, pid: (True, []))
+        monkeypatch.setattr(proc_net, 'port_owner', lambda port, cg, pid: (True, []))
         holder['fake'] = fake
         return fake
     return install
@@ -302,7 +303,7 @@ def test_api_key_file_and_env_file_exclude_each_other(host):
 
 def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
     host([show()], [[PREFIX + 'Load weight begin.']])
-    monkeypatch.setattr(sglang_health.proc_net, 'port_owner', lambda port, cg, pid: (False, [999]))
+    monkeypatch.setattr(proc_net, 'port_owner', lambda port, cg, pid: (False, [999]))
     with pytest.raises(FailJson) as e:
         run({'unit': 'sglang-qwen-ddtree.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
     result = e.value.args[0]
