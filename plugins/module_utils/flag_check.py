@@ -10,7 +10,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import inspect
 import json
 import os
 import re
@@ -18,6 +17,7 @@ import shutil
 import tempfile
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check as flag_probe
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
 
 MASK = '********'
 # SGLang's own secret-bearing flags (the watermark config holds keys; SGLang redacts it too)
@@ -148,9 +148,7 @@ def build_message(result, release):
 
 
 def probe_command(timeout_bin, python, timeout):
-    # coreutils timeout: SIGTERM at the deadline, SIGKILL 10 s later; exit status 124 means it fired.
-    # The probe's source travels as -c (inspect reads it inside AnsiballZ's zip too).
-    return [timeout_bin, '--kill-after=10', str(int(timeout)), python, '-c', inspect.getsource(flag_probe)]
+    return probe_argv(python, flag_probe, timeout_bin=timeout_bin, timeout=timeout)
 
 
 def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180):

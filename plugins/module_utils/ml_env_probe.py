@@ -3,17 +3,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reading what the ml-env probe saw in a release's interpreter, and judging it.
 
-Pure functions (no I/O), so that the wording an operator reads for an ABI mismatch, a missing
+Pure functions (no I/O but a look for the GPU device files), so that the wording an operator reads for an ABI mismatch, a missing
 CUDA or a wrong GPU is tested with the error texts torch and the dynamic loader really print.
-The probe itself (a script run by the release's Python) lives in the ml_env_probe module.
+The probe itself (a program run by the release's Python) is probes/ml_env.py.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import json
+import os
 import re
+import signal
 
 # The probe writes its findings on their own file descriptor, one JSON object a line after this
 # marker, so whatever an imported package prints cannot be mistaken for a result.
@@ -236,3 +239,31 @@ def summary(failures):
     if len(failures) == 1:
         return failures[0]['msg']
     return '%d problems: %s' % (len(failures), ' | '.join('%d) %s' % (i + 1, f['msg']) for i, f in enumerate(failures)))
+
+
+def auto_expect_cuda():
+    """Whether this host has an NVIDIA GPU, and why it is thought so."""
+    if os.path.exists('/dev/nvidiactl'):
+        return True, '/dev/nvidiactl exists'
+    if glob.glob('/proc/driver/nvidia/gpus/*'):
+        return True, '/proc/driver/nvidia/gpus lists a GPU'
+    return False, 'no /dev/nvidiactl and no GPU under /proc/driver/nvidia/gpus'
+
+
+def where_of(python):
+    root = os.path.dirname(os.path.dirname(python))
+    if os.path.exists(os.path.join(root, 'pyvenv.cfg')):
+        return 'the release at %s' % root
+    return 'the environment of %s' % python
+
+
+def exit_text(rc, timed_out, timeout):
+    if timed_out:
+        return 'after the %d s timeout' % timeout
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = 'signal %d' % -rc
+        return 'when it was killed by %s (rc %d)' % (name, rc)
+    return 'with exit code %s before reporting' % rc

@@ -248,55 +248,25 @@ stderr_tail:
   type: str
 '''
 
-import glob
-import inspect
 import os
-import signal
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddtree.sglang.plugins.module_utils.ml_env_probe import (
-    MARKER, judge, parse_probe_output, summary)
-from ansible_collections.ddtree.sglang.plugins.module_utils.probes import ml_env as ml_env_probe
+    MARKER, auto_expect_cuda, exit_text, judge, parse_probe_output, summary, where_of)
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import ml_env as ml_env_program
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
 
-def _auto_expect_cuda():
-    if os.path.exists('/dev/nvidiactl'):
-        return True, '/dev/nvidiactl exists'
-    if glob.glob('/proc/driver/nvidia/gpus/*'):
-        return True, '/proc/driver/nvidia/gpus lists a GPU'
-    return False, 'no /dev/nvidiactl and no GPU under /proc/driver/nvidia/gpus'
-
-
-def _where(python):
-    root = os.path.dirname(os.path.dirname(python))
-    if os.path.exists(os.path.join(root, 'pyvenv.cfg')):
-        return 'the release at %s' % root
-    return 'the environment of %s' % python
-
-
-def _run(module, argv, timeout):
+def _run(module, python, args, timeout):
     """(rc, stdout, stderr, timed_out).
 
     GNU timeout runs the probe in a process group of its own and signals the whole group, so a hung
     import's children go too; a host without it runs the probe unbounded.
     """
     limiter = module.get_bin_path('timeout')
-    if limiter:
-        argv = [limiter, '--kill-after=10', str(timeout)] + argv
+    argv = probe_argv(python, ml_env_program, args, isolated=True, timeout_bin=limiter, timeout=timeout)
     rc, out, err = module.run_command(argv, cwd='/')
     return rc, out, err, bool(limiter) and rc in (124, 137)
-
-
-def _exit_text(rc, timed_out, timeout):
-    if timed_out:
-        return 'after the %d s timeout' % timeout
-    if rc is not None and rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = 'signal %d' % -rc
-        return 'when it was killed by %s (rc %d)' % (name, rc)
-    return 'with exit code %s before reporting' % rc
 
 
 def main():
@@ -314,7 +284,7 @@ def main():
     imports = module.params['imports']
     expect_cuda = module.params['expect_cuda']
     if expect_cuda is None:
-        expect_cuda, reason = _auto_expect_cuda()
+        expect_cuda, reason = auto_expect_cuda()
     else:
         reason = 'the expect_cuda option'
     result = dict(changed=False, ok=False, cause=None, failures=[], python=None, imports=[], torch=None,
@@ -329,17 +299,16 @@ def main():
 
     timeout = module.params['timeout']
     # expect_cuda decides the smoke operation: a lab host's CPU torch must not be asked for a GPU
-    # the probe's source travels as -c (inspect reads it inside AnsiballZ's zip too)
-    argv = [python, '-I', '-c', inspect.getsource(ml_env_probe), MARKER, module.jsonify(imports), '1' if expect_cuda else '0']
+    args = [MARKER, module.jsonify(imports), '1' if expect_cuda else '0']
     began = time.time()
-    rc, out, err, timed_out = _run(module, argv, timeout)
+    rc, out, err, timed_out = _run(module, python, args, timeout)
     result['elapsed_s'] = round(time.time() - began, 3)
     result['stderr_tail'] = '\n'.join(err.splitlines()[-40:])
 
     report, in_progress = parse_probe_output(out)
-    where = _where(python)
+    where = where_of(python)
     failures = judge(report, imports, expect_cuda, module.params['expect_compute_cap'], where, in_progress,
-                     _exit_text(rc, timed_out, timeout))
+                     exit_text(rc, timed_out, timeout))
     demangler = module.get_bin_path('c++filt')
     for failure in failures:
         if failure.get('symbol') and demangler:

@@ -14,7 +14,7 @@ import json
 import logging
 import types
 
-from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check, ml_env
+from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check, ml_env, probe_argv
 
 
 def _server_args_module(resolves_later=True):
@@ -123,3 +123,11 @@ def test_probe_sources_are_whole_programs():
         source = inspect.getsource(probe)
         compile(source, probe.__name__, 'exec')
         assert source.rstrip().endswith('main(sys.argv[1:])' if probe is ml_env else 'main()')
+
+
+def test_probe_argv_sends_the_source_under_timeout():
+    source = inspect.getsource(ml_env)
+    assert probe_argv('/r/bin/python', ml_env, ['M ', '[]', '0'], isolated=True) == [
+        '/r/bin/python', '-I', '-c', source, 'M ', '[]', '0']
+    assert probe_argv('/r/bin/python', flag_check, timeout_bin='/usr/bin/timeout', timeout=180.0) == [
+        '/usr/bin/timeout', '--kill-after=10', '180', '/r/bin/python', '-c', inspect.getsource(flag_check)]
