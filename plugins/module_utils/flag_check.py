@@ -32,6 +32,7 @@ RESULT_MARK = flag_probe.MARK
 _ARGUMENT = re.compile(r'argument (-[^\s:/]+)')
 _NOT_RUN = ' (refused before the service was touched)'
 
+
 class ProbeError(Exception):
     """The probe did not answer: no interpreter, a crash, a timeout, output that is no answer."""
 

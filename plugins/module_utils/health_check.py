@@ -16,7 +16,7 @@ import threading
 import time
 from urllib.parse import urlparse
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
+from ansible_collections.ddtree.sglang.plugins.module_utils import http_client
 from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
@@ -78,8 +78,8 @@ class HttpProbe(threading.Thread):
         # models should answer at once; a generation may legitimately take a while
         timeout = min(remaining, 5.0 if body is None else 300.0)
         try:
-            return http.call('GET' if body is None else 'POST', self.base_url + path, body, self.headers, timeout)
-        except http.Unreachable as e:
+            return http_client.call('GET' if body is None else 'POST', self.base_url + path, body, self.headers, timeout)
+        except http_client.Unreachable as e:
             return None, e.reason.encode('utf-8', 'replace')
 
     def _fail(self, cause, diagnosis):

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
+from ansible_collections.ddtree.sglang.plugins.module_utils import http_client
 
 REQUEST_TIMEOUT_S = 10
 
@@ -30,8 +30,8 @@ class Router(object):
 
     def call(self, method, path, body=None):
         try:
-            status, raw = http.call(method, self.url + path, body, timeout=REQUEST_TIMEOUT_S)
-        except http.Unreachable as e:
+            status, raw = http_client.call(method, self.url + path, body, timeout=REQUEST_TIMEOUT_S)
+        except http_client.Unreachable as e:
             raise RouterError('%s %s%s failed: %s' % (method, self.url, path, e.reason))
         if not 200 <= status < 300:
             detail = raw[:500].decode('utf-8', 'replace')

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
+from ansible_collections.ddtree.sglang.plugins.module_utils import http_client
 
 REQUEST_TIMEOUT_S = 5
 ENDPOINTS = ('/v1/loads?include=core', '/get_load')
@@ -46,8 +46,8 @@ class LoadReader(object):
         """In-flight requests; NotAnswering when nothing listens, NoLoadEndpoint when neither endpoint exists."""
         for endpoint in ([self.endpoint] if self.endpoint else ENDPOINTS):
             try:
-                status, raw = http.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
-            except http.Unreachable as e:
+                status, raw = http_client.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
+            except http_client.Unreachable as e:
                 raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e.reason))
             if status == 404 and not self.endpoint:
                 continue

@@ -257,6 +257,7 @@ from ansible_collections.ddtree.sglang.plugins.module_utils.ml_env_probe import 
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import ml_env as ml_env_program
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
 
+
 def _run(module, python, args, timeout):
     """(rc, stdout, stderr, timed_out).
 

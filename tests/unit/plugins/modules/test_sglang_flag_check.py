@@ -158,7 +158,7 @@ def test_secret_flags_are_words_not_substrings():
 def test_scrub_reaches_nested_strings():
     value = {'error': 'unrecognized arguments: --api-keys ' + SECRET, 'list': [SECRET + '!'], 'n': 3, 'b': None}
     assert fcu.scrub(value, [SECRET]) == {'error': 'unrecognized arguments: --api-keys ' + fcu.MASK,
-                                         'list': [fcu.MASK + '!'], 'n': 3, 'b': None}
+                                          'list': [fcu.MASK + '!'], 'n': 3, 'b': None}
 
 
 def test_parse_probe_output_takes_the_last_marked_line():

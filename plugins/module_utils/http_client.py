@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import socket
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
@@ -64,7 +65,7 @@ def clamp_timeout(timeout):
         timeout = float(timeout)
     except (TypeError, ValueError):
         return MAX_TIMEOUT_S
-    if timeout != timeout:  # NaN
+    if math.isnan(timeout):
         return MAX_TIMEOUT_S
     return min(max(timeout, MIN_TIMEOUT_S), MAX_TIMEOUT_S)
 

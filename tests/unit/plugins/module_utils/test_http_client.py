@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import socket
 import threading
 import time
@@ -14,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import http
+from ansible_collections.ddtree.sglang.plugins.module_utils import http_client
 
 
 class Server:
@@ -65,14 +64,14 @@ def server():
 
 def test_a_2xx_answer_comes_back_with_its_body_and_json_goes_out_as_json(server):
     server.routes['/generate'] = (200, {}, b'{"text": "ok"}', 0)
-    status, body = http.call('POST', server.url + '/generate', {'text': 'hi'}, {'Authorization': 'Bearer k'})
+    status, body = http_client.call('POST', server.url + '/generate', {'text': 'hi'}, {'Authorization': 'Bearer k'})
     assert (status, body) == (200, b'{"text": "ok"}')
     assert server.seen == [('POST', '/generate', 'Bearer k', b'{"text": "hi"}')]
 
 
 def test_a_5xx_is_an_answer_not_unreachable(server):
     server.routes['/v1/models'] = (503, {}, b'loading', 0)
-    assert http.call('GET', server.url + '/v1/models') == (503, b'loading')
+    assert http_client.call('GET', server.url + '/v1/models') == (503, b'loading')
 
 
 def test_connection_refused_is_unreachable():
@@ -80,8 +79,8 @@ def test_connection_refused_is_unreachable():
     sock.bind(('127.0.0.1', 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    with pytest.raises(http.Unreachable) as caught:
-        http.call('GET', 'http://127.0.0.1:%d/health' % port)
+    with pytest.raises(http_client.Unreachable) as caught:
+        http_client.call('GET', 'http://127.0.0.1:%d/health' % port)
     assert 'refused' in caught.value.reason.lower()
 
 
@@ -91,7 +90,7 @@ def test_a_redirect_is_not_followed_and_the_key_does_not_travel(server):
     target.thread.start()
     try:
         server.routes['/v1/models'] = (302, {'Location': target.url + '/v1/models'}, b'', 0)
-        status, body = http.call('GET', server.url + '/v1/models', headers={'Authorization': 'Bearer secret-key'})
+        status, body = http_client.call('GET', server.url + '/v1/models', headers={'Authorization': 'Bearer secret-key'})
         assert (status, body) == (302, b'')
         assert target.seen == []
         assert server.seen == [('GET', '/v1/models', 'Bearer secret-key', b'')]
@@ -104,25 +103,25 @@ def test_a_body_over_the_cap_is_an_error_not_a_truncation(server):
     server.routes['/big'] = (200, {}, b'x' * 2049, 0)
     server.routes['/exact'] = (200, {}, b'y' * 2048, 0)
     server.routes['/big-error'] = (500, {}, b'z' * 2049, 0)
-    with pytest.raises(http.TooLarge):
-        http.call('GET', server.url + '/big', max_bytes=2048)
-    with pytest.raises(http.TooLarge):
-        http.call('GET', server.url + '/big-error', max_bytes=2048)
-    assert http.call('GET', server.url + '/exact', max_bytes=2048) == (200, b'y' * 2048)
+    with pytest.raises(http_client.TooLarge):
+        http_client.call('GET', server.url + '/big', max_bytes=2048)
+    with pytest.raises(http_client.TooLarge):
+        http_client.call('GET', server.url + '/big-error', max_bytes=2048)
+    assert http_client.call('GET', server.url + '/exact', max_bytes=2048) == (200, b'y' * 2048)
 
 
 def test_a_server_slower_than_the_timeout_is_unreachable_in_time(server):
     server.routes['/slow'] = (200, {}, b'late', 2.0)
     started = time.monotonic()
-    with pytest.raises(http.Unreachable) as caught:
-        http.call('GET', server.url + '/slow', timeout=0.3)
+    with pytest.raises(http_client.Unreachable) as caught:
+        http_client.call('GET', server.url + '/slow', timeout=0.3)
     assert time.monotonic() - started < 1.5
     assert 'timed out' in caught.value.reason
 
 
 @pytest.mark.parametrize('given, used', [(0, 0.1), (-5, 0.1), (2.5, 2.5), (10 ** 6, 300.0), (float('nan'), 300.0), ('x', 300.0), (None, 300.0)])
 def test_timeouts_are_clamped(given, used):
-    assert http.clamp_timeout(given) == used
+    assert http_client.clamp_timeout(given) == used
 
 
 def test_proxy_settings_of_the_environment_are_ignored(server, monkeypatch):
@@ -132,9 +131,7 @@ def test_proxy_settings_of_the_environment_are_ignored(server, monkeypatch):
     monkeypatch.setenv('HTTP_PROXY', 'http://127.0.0.1:9')
     monkeypatch.delenv('no_proxy', raising=False)
     monkeypatch.delenv('NO_PROXY', raising=False)
-    assert http.call('GET', server.url + '/health') == (200, b'')
-
-
+    assert http_client.call('GET', server.url + '/health') == (200, b'')
 
 
 def test_a_netrc_entry_adds_no_credentials(server, tmp_path, monkeypatch):
@@ -143,5 +140,5 @@ def test_a_netrc_entry_adds_no_credentials(server, tmp_path, monkeypatch):
     netrc.write_text('machine 127.0.0.1 login someone password hunter2\n')
     netrc.chmod(0o600)
     monkeypatch.setenv('NETRC', str(netrc))
-    assert http.call('GET', server.url + '/health') == (200, b'')
+    assert http_client.call('GET', server.url + '/health') == (200, b'')
     assert server.seen == [('GET', '/health', None, b'')]
