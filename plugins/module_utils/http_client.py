@@ -25,6 +25,7 @@ __metaclass__ = type
 import json
 import math
 import socket
+import ssl
 from http.client import HTTPException
 from urllib.error import HTTPError, URLError
 
@@ -37,15 +38,17 @@ MIN_TIMEOUT_S = 0.1
 MAX_TIMEOUT_S = 300.0
 
 
-# one TLS context per process: building one loads the CA store (tens of ms), and Request would
-# build one per call although SGLang and the router speak plain http; a poll loop must not pay that
-_TLS_CONTEXT = []
+# Request builds a TLS context per call unless given one, and building one loads the CA store (tens
+# of ms, far more on a busy host): a poll loop and a verdict's first request must not pay that for
+# plain http. https gets one verifying context, built once; http gets a bare one, never used.
+_TLS_CONTEXTS = {}
 
 
-def tls_context():
-    if not _TLS_CONTEXT:
-        _TLS_CONTEXT.append(make_context())
-    return _TLS_CONTEXT[0]
+def tls_context(url):
+    kind = 'verify' if url.lower().startswith('https:') else 'unused'
+    if kind not in _TLS_CONTEXTS:
+        _TLS_CONTEXTS[kind] = make_context() if kind == 'verify' else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return _TLS_CONTEXTS[kind]
 
 
 class Unreachable(Exception):
@@ -89,7 +92,7 @@ def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BY
         data = json.dumps(body).encode('utf-8')
         headers['Content-Type'] = 'application/json'
     # no netrc: a ~/.netrc entry for the host would add credentials nobody asked for
-    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context())
+    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context(url))
     try:
         response = request.open(method, url, data=data, headers=headers)
         try:

@@ -142,3 +142,12 @@ def test_a_netrc_entry_adds_no_credentials(server, tmp_path, monkeypatch):
     monkeypatch.setenv('NETRC', str(netrc))
     assert http_client.call('GET', server.url + '/health') == (200, b'')
     assert server.seen == [('GET', '/health', None, b'')]
+
+
+def test_https_verifies_and_http_pays_for_no_ca_store():
+    import ssl
+    secure = http_client.tls_context('HTTPS://router.example:443')
+    assert secure.verify_mode == ssl.CERT_REQUIRED and secure.check_hostname is True
+    assert http_client.tls_context('https://other:8443') is secure
+    plain = http_client.tls_context('http://127.0.0.1:30000')
+    assert plain is not secure and plain.cert_store_stats()['x509_ca'] == 0
