@@ -17,7 +17,9 @@ import os
 import pwd
 import re
 
-from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as journal
+from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
+# who holds the port: the same reading as module sglang_port_check
+from ansible_collections.ddtree.sglang.plugins.module_utils.proc_net import port_check, process_unit  # noqa: F401 pylint: disable=unused-import
 
 # --- nvidia-smi (the parsing of module gpu_facts, which may import it from here) -------------
 QUERY_FIELDS = ('index', 'name', 'uuid', 'memory.total', 'driver_version', 'compute_cap')
@@ -239,75 +241,17 @@ def user_access(run, user, dirs, python):
 
 
 # --- the port ---------------------------------------------------------------------------------
-def process_unit(pid, proc='/proc'):
-    """The .service/.scope a process belongs to, from /proc/<pid>/cgroup (v2 or v1's name=systemd)."""
-    try:
-        with open(os.path.join(proc, str(pid), 'cgroup'), 'r') as handle:
-            text = handle.read()
-    except (IOError, OSError):
-        return ''
-    for line in text.splitlines():
-        parts = line.split(':', 2)
-        if len(parts) != 3 or parts[1] not in ('', 'name=systemd'):
-            continue
-        for part in reversed(parts[2].strip('/').split('/')):
-            if part.endswith(('.service', '.scope')):
-                return part
-    return ''
-
-
-def port_check(port, unit_pids, unit='', proc='/proc'):
-    """Who listens on ``port`` (the result of module sglang_port_check, without ``changed``)."""
-    listeners = journal.listening_inodes(port, proc)
-    result = {'in_use': False, 'listening': bool(listeners), 'unit_holds': False, 'holders': [], 'unreadable': 0}
-    if not listeners:
-        result['msg'] = 'nothing listens on port %d' % port
-        return result
-    try:
-        entries = sorted(int(e) for e in os.listdir(proc) if e.isdigit())
-    except OSError:
-        entries = []
-    for pid in entries:
-        try:
-            held = journal.pid_socket_inodes(pid, proc) & listeners
-        except OSError:
-            result['unreadable'] += 1
-            continue
-        if not held:
-            continue
-        if pid in unit_pids:
-            result['unit_holds'] = True
-        else:
-            result['holders'].append({'pid': pid, 'name': journal.process_name(pid, proc), 'unit': process_unit(pid, proc)})
-    owner = unit or 'the unit'
-    if result['holders']:
-        result['in_use'] = True
-        result['msg'] = '%s listen%s on port %d, not %s' % (
-            ', '.join('PID %d (%s)' % (h['pid'], ', '.join(x for x in (h['name'], h['unit']) if x)) for h in result['holders']),
-            's' if len(result['holders']) == 1 else '', port, owner)
-    elif result['unit_holds']:
-        result['msg'] = '%s holds port %d' % (owner, port)
-    elif not unit_pids:
-        result['in_use'] = True
-        result['msg'] = ('a process this module cannot read (%d unreadable) listens on port %d, and %s runs no process'
-                         % (result['unreadable'], port, owner))
-    else:
-        result['msg'] = ('port %d listens but its holder could not be read (%d processes unreadable; root with CAP_SYS_PTRACE '
-                         'reads them): cannot tell whether %s holds it' % (port, result['unreadable'], owner))
-    return result
-
-
 def unit_facts(run, unit, unit_path):
     """The unit's systemd state (ActiveState, MainPID, ...), its file's sha256 and the PIDs of its cgroup."""
     found = {'name': unit, 'path': unit_path, 'exists': os.path.isfile(unit_path) if unit_path else False,
              'sha256': sha256_of(unit_path) if unit_path else None, 'state': {}, 'pids': []}
     if unit:
-        rc, out, err = run(journal.systemctl_show_argv(unit))
+        rc, out, err = run(systemd.systemctl_show_argv(unit))
         if rc == 0:
-            state = journal.parse_systemctl_show(out)
+            state = systemd.parse_systemctl_show(out)
             found['state'] = state
             if state.get('MainPID') or state.get('ActiveState') in ('active', 'activating', 'deactivating', 'reloading'):
-                found['pids'] = sorted(journal.unit_pids(state.get('ControlGroup'), state.get('MainPID')))
+                found['pids'] = sorted(proc_net.unit_pids(state.get('ControlGroup'), state.get('MainPID')))
     return found
 
 

@@ -118,82 +118,11 @@ ansible_facts:
               sample: "8.6"
 '''
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 
-QUERY_FIELDS = ('index', 'name', 'uuid', 'memory.total', 'driver_version', 'compute_cap')
-# what nvidia-smi prints for a value it cannot read
-_MISSING = ('', '[N/A]', 'N/A', '[Not Supported]', '[Unknown Error]', '[Insufficient Permissions]')
-_CUDA_VERSION = re.compile(r'^\s*CUDA Version\s*:\s*(\S+)', re.MULTILINE)
-_SIMULATED = 'SIMULATED'
-
-
-def query_argv(binary, fields=QUERY_FIELDS):
-    return [binary, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits']
-
-
-def _value(text):
-    text = text.strip()
-    return None if text in _MISSING else text
-
-
-def _int(text):
-    try:
-        return int(float(text))
-    except (TypeError, ValueError):
-        return None
-
-
-def parse_query_csv(text, fields=QUERY_FIELDS):
-    """Parse --query-gpu csv (noheader, nounits) into GPU dicts.
-
-    GPU names hold no commas today, but a name with one must not shift the later columns:
-    the columns after ``name`` are taken from the right.
-    """
-    gpus = []
-    width = len(fields)
-    name_at = fields.index('name')
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        cells = [c.strip() for c in line.split(',')]
-        if len(cells) < width:
-            raise ValueError('nvidia-smi csv line has %d fields, expected %d: %r' % (len(cells), width, line))
-        if len(cells) > width:
-            extra = len(cells) - width
-            cells = cells[:name_at] + [', '.join(cells[name_at:name_at + extra + 1])] + cells[name_at + extra + 1:]
-        row = dict(zip(fields, cells))
-        gpus.append({
-            'index': _int(row.get('index')),
-            'name': _value(row.get('name', '')) or 'unknown',
-            'uuid': _value(row.get('uuid', '')),
-            'memory_total_mib': _int(_value(row.get('memory.total', ''))),
-            'compute_cap': _value(row.get('compute_cap', '')),
-            'driver_version': _value(row.get('driver_version', '')),
-        })
-    gpus.sort(key=lambda g: (g['index'] is None, g['index']))
-    return gpus
-
-
-def parse_cuda_version(text):
-    """The ``CUDA Version`` of ``nvidia-smi -q`` (the driver's highest supported CUDA), or None."""
-    found = _CUDA_VERSION.search(text or '')
-    return _value(found.group(1)) if found else None
-
-
-def build_facts(csv_text, q_text, fields=QUERY_FIELDS):
-    gpus = parse_query_csv(csv_text, fields)
-    drivers = [g.pop('driver_version') for g in gpus]
-    driver = next((d for d in drivers if d), None)
-    return {
-        'count': len(gpus),
-        'driver_version': driver,
-        'cuda_version': parse_cuda_version(q_text),
-        'gpus': gpus,
-        'simulated': _SIMULATED in (q_text or ''),
-        'gpu_classes': sorted(set(g['name'] for g in gpus)),
-    }
+# nvidia-smi's output is read once, in host_facts (module sglang_host_facts reads GPUs too)
+from ansible_collections.ddtree.sglang.plugins.module_utils.host_facts import (  # noqa: F401 pylint: disable=unused-import
+    QUERY_FIELDS, build_gpu_facts as build_facts, parse_query_csv, query_argv)
 
 
 def main():
