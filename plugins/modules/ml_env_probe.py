@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: ml_env_probe
 short_description: Probe an ml-env release's Python for ABI mismatches, CUDA and the GPU's compute capability
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - Runs the release's interpreter I(python) in a subprocess with a small probe script that imports
     each module of I(imports) on its own and reports C(torch.__version__), C(torch.version.cuda),

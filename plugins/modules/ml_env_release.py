@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: ml_env_release
 short_description: Query, activate and prune side-by-side ml-env releases
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - An ml-env root holds releases side by side in C(<root>/releases/<id>), each a venv whose
     provenance manifest C(ddtree-release.json) is written last, so a release without it is an

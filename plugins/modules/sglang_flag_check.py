@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: sglang_flag_check
 short_description: Validate SGLang server flags with the argument parser of the installed SGLang
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - Asks the SGLang installed in an ml-env release whether it accepts a server command line,
     before a unit that uses it is (re)started. An unknown flag, a bad choice or value, or a DDTree

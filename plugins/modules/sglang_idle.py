@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: sglang_idle
 short_description: Wait until an SGLang server has no request in flight
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - Reads the server's own load endpoint until no request runs or waits there, for O(quiet_s) in a row,
     or until O(timeout). Used after a server was taken out of its routers (a drain), before it is restarted.

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: sglang_port_check
 short_description: Tell whether a process other than a unit's own listens on a TCP port
-version_added: "0.1.0"
+version_added: "0.3.0"
 description:
   - Finds the sockets listening on O(port) (IPv4 and IPv6, any address) in C(/proc/net/tcp) and C(/proc/net/tcp6), the
     processes holding them, and which of those belong to the systemd unit O(unit) (its control group and main PID).

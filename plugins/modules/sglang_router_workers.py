@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: sglang_router_workers
 short_description: Add, remove and reconcile the workers of a running sglang-router, and wait for them
-version_added: "0.2.0"
+version_added: "0.3.0"
 description:
   - Talks to the HTTP API of a running sglang-router (0.3.x, the SGLang Model Gateway) at O(url), so its
     worker list changes without a restart. C(GET /workers) lists the workers with their health,
