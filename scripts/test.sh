@@ -23,7 +23,8 @@ copy_collection() {
 }
 
 stage_units() { copy_collection && (cd "$COLLECTION" && ansible-test units --python 3.11 --local --requirements-mode skip 2>&1 | grep -v '^WARNING: Skipping'; exit "${PIPESTATUS[0]}") ; }
-stage_lab_units() { python -m pytest -q -p no:cacheprovider lab/tests ; }
+# two workers, one file each: the module fixtures (a venv from the wheelhouse) are built once
+stage_lab_units() { python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile lab/tests ; }
 stage_lint() { ansible-lint --profile production ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint ; }
