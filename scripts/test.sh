@@ -47,10 +47,6 @@ stage_build() {
 }
 stage_build_doc() { stage_build ; }  # its former name
 stage_molecule_default() { molecule test -s default ; }
-stage_molecule_rollback() { molecule test -s rollback ; }
-stage_molecule_safety_timer() { molecule test -s safety_timer ; }
-stage_molecule_faults() { molecule test -s faults ; }
-stage_molecule_ml_env() { molecule test -s ml_env ; }
 stage_molecule_hardening() { molecule test -s hardening ; }
 stage_molecule_ladder() { molecule test -s ladder ; }
 stage_molecule_bad_input() { molecule test -s bad_input ; }
@@ -58,7 +54,7 @@ stage_molecule_fleet() { molecule test -s fleet ; }
 stage_molecule_zero_downtime() { molecule test -s zero_downtime ; }
 
 # ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes
-STAGES=(units lab_units lint sanity changelog docs build molecule_default molecule_rollback molecule_faults molecule_safety_timer molecule_ml_env molecule_hardening molecule_bad_input molecule_fleet molecule_zero_downtime)
+STAGES=(units lab_units lint sanity changelog docs build molecule_default molecule_hardening molecule_bad_input molecule_fleet molecule_zero_downtime)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 for stage in "${STAGES[@]}"; do
