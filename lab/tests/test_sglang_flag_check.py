@@ -34,6 +34,12 @@ DDTREE_KEYS = ("speculative_ddtree_budget", "speculative_ddtree_shadow_linear")
 ENVELOPES = ("gpu_a6000_tp2", "gpu_rtxpro6000_tp8")
 
 
+# the module imports its module_utils as ansible_collections.ddtree.sglang...: scripts/setup.sh links
+# the repository there
+COLLECTIONS = os.path.join(ROOT, ".deps", "tree")
+sys.path.insert(0, COLLECTIONS)
+
+
 def _load(name, path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -199,7 +205,8 @@ def test_module_end_to_end_masks_the_api_key(sglang_python, tmp_path):
     args = tmp_path / "args.json"
     argv = envelope("gpu_a6000_tp2") + ["--api-key", SECRET]
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"python": sglang_python, "argv": argv}}))
-    done = subprocess.run([sys.executable, MODULE, str(args)], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run([sys.executable, MODULE, str(args)], capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, PYTHONPATH=COLLECTIONS))
     assert SECRET not in done.stdout and SECRET not in done.stderr
     result = json.loads(done.stdout)
     assert result["failed"] is True and result["argv"][-2:] == ["--api-key", "********"]

@@ -4,7 +4,9 @@ import datetime
 import sys
 import threading
 
-_LOCK = threading.Lock()
+# reentrant: the SIGTERM handler logs, and it runs in the main thread, possibly in the middle of
+# a line the main thread is writing (a plain Lock deadlocked the simulator there)
+_LOCK = threading.RLock()
 
 
 def _stamp(rank=None):
