@@ -4,6 +4,9 @@
 # side on the same lab host. Each side first deploys once untimed (so that the host holds what
 # that side renders), then RUNS timed deploys; every timed run must report changed=0. Prints the
 # median time and task count ("TASK [" lines of the default output) of each side and the ratio.
+# Then, per side, FAILED_RUNS deploys of the field notes' first failure (memory check off, so SGLang
+# (simulated) really starts and dies): the play must fail and roll back healthy; its wall time and
+# the verdict's own "after N s" (start to crash as the verdict saw it) are kept.
 # Raw records: bench/results/deploy_noop/<side>-<n>.log (ignored), summary
 # bench/results/deploy_noop.{md,json}.
 # Usage: bench/deploy_noop.sh [REF (default: the merge base of HEAD and main)]
@@ -15,6 +18,8 @@ ROOT=$PWD
 REF=${1:-$(git merge-base HEAD main)}
 HOST=${BENCH_HOST:-ct129}
 RUNS=${BENCH_RUNS:-3}
+FAILED_RUNS=${BENCH_FAILED_RUNS:-1}
+FAILED_ARGS=(-e @lab/scenarios/field-notes-attempt-1.yml -e sglang_service_memory_check=off)
 # shellcheck disable=SC1091
 . .venv/bin/activate
 WORK=$(mktemp -d /tmp/ddtree-bench-noop.XXXXXX)
@@ -41,9 +46,24 @@ run() {
     "$(sed -n "s/^$HOST *: .*changed=\([0-9]*\).*/\1/p" "$log")"
 }
 
+# failed SIDE DIR COLLECTIONS N: the failing deploy; prints "seconds crash_s" (crash_s: the verdict's
+# "after N s" of the failed unit)
+failed() {
+  local side=$1 dir=$2 collections=$3 n=$4 log start end
+  log=$ROOT/$OUT/$side-failed-$n.log
+  start=$(date +%s.%N)
+  if (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
+        ansible-playbook deploy.yml -l "$HOST" "${FAILED_ARGS[@]}") >"$log" 2>&1; then
+    echo "the failing deploy of $side passed: $log" >&2; exit 1
+  fi
+  end=$(date +%s.%N)
+  grep -q 'restored and healthy' "$log" || { echo "$side did not roll back healthy: $log" >&2; exit 1; }
+  printf '%.1f %s\n' "$(echo "$end - $start" | bc)" "$(grep -o 'in phase [a-z_]* after [0-9.]* s' "$log" | head -1 | awk '{print $5}')"
+}
+
 declare -A DIRS=([base]="$WORK/base" [head]="$ROOT")
 declare -A COLLECTIONS=([base]="$WORK/tree:$ROOT/.deps" [head]="$ROOT/.deps/tree:$ROOT/.deps")
-declare -A TIMES TASKS
+declare -A TIMES TASKS FAILED CRASH
 for side in base head; do
   run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" 0 >/dev/null
   for n in $(seq 1 "$RUNS"); do
@@ -52,10 +72,16 @@ for side in base head; do
     echo "$side run $n: $seconds s, $tasks tasks, changed=0"
     TIMES[$side]="${TIMES[$side]:-} $seconds"; TASKS[$side]=$tasks
   done
+  for n in $(seq 1 "$FAILED_RUNS"); do
+    read -r seconds crash < <(failed "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "$n")
+    echo "$side failing deploy $n: $seconds s, crash seen after $crash s, rolled back healthy"
+    FAILED[$side]="${FAILED[$side]:-} $seconds"; CRASH[$side]="${CRASH[$side]:-} $crash"
+  done
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 BASE_S=$(echo "${TIMES[base]}" | median); HEAD_S=$(echo "${TIMES[head]}" | median)
 RATIO=$(echo "scale=2; $BASE_S / $HEAD_S" | bc)
+BASE_F=$(echo "${FAILED[base]}" | median); HEAD_F=$(echo "${FAILED[head]}" | median)
 BASE_ID=$(git rev-parse --short "$REF"); HEAD_ID=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)
 {
   echo "# Unchanged deploy: ansible-playbook deploy.yml -l $HOST"
@@ -68,7 +94,20 @@ BASE_ID=$(git rev-parse --short "$REF"); HEAD_ID=$(git rev-parse --short HEAD)$(
   echo "| this tree | $HEAD_ID | $HEAD_S | ${TIMES[head]# } | ${TASKS[head]} |"
   echo
   echo "Ratio (before / this tree): ${RATIO}x"
+  echo
+  echo "Failing deploy (field notes' attempt 1, memory check off), rolled back healthy: wall seconds, and the verdict's start-to-crash seconds"
+  echo
+  echo "| side | commit | wall s (median) | runs | crash seen after s | wall beyond crash s |"
+  echo "|---|---|---|---|---|---|"
+  echo "| before | $BASE_ID | $BASE_F | ${FAILED[base]# } | ${CRASH[base]# } | $(echo "$BASE_F - $(echo "${CRASH[base]}" | median)" | bc) |"
+  echo "| this tree | $HEAD_ID | $HEAD_F | ${FAILED[head]# } | ${CRASH[head]# } | $(echo "$HEAD_F - $(echo "${CRASH[head]}" | median)" | bc) |"
 } | tee bench/results/deploy_noop.md
-printf '{"host": "%s", "runs": %s, "base": {"commit": "%s", "seconds": [%s], "median_s": %s, "tasks": %s}, "head": {"commit": "%s", "seconds": [%s], "median_s": %s, "tasks": %s}, "ratio": %s}\n' \
-  "$HOST" "$RUNS" "$BASE_ID" "$(echo "${TIMES[base]# }" | tr ' ' ',')" "$BASE_S" "${TASKS[base]}" \
-  "$HEAD_ID" "$(echo "${TIMES[head]# }" | tr ' ' ',')" "$HEAD_S" "${TASKS[head]}" "$RATIO" >bench/results/deploy_noop.json
+nums() { echo "$1" | tr ' ' '\n' | grep . | paste -sd, -; }
+cat >bench/results/deploy_noop.json <<JSON
+{"host": "$HOST", "runs": $RUNS, "failed_runs": $FAILED_RUNS, "ratio": $RATIO,
+ "base": {"commit": "$BASE_ID", "seconds": [$(nums "${TIMES[base]}")], "median_s": $BASE_S, "tasks": ${TASKS[base]},
+          "failed_seconds": [$(nums "${FAILED[base]}")], "failed_crash_s": [$(nums "${CRASH[base]}")]},
+ "head": {"commit": "$HEAD_ID", "seconds": [$(nums "${TIMES[head]}")], "median_s": $HEAD_S, "tasks": ${TASKS[head]},
+          "failed_seconds": [$(nums "${FAILED[head]}")], "failed_crash_s": [$(nums "${CRASH[head]}")]},
+ "load_average_1m_at_end": "$(cut -d' ' -f1 /proc/loadavg)"}
+JSON
