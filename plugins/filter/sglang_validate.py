@@ -201,7 +201,6 @@ def variable_problems(v, hostname, group_names, groups):
             'got %s and %s.' % (_json(user), _json(extra_groups)))
 
     problems += multinode_problems(v, hostname, groups)
-    problems += hardening_problems(v)
 
     if v['sglang_service_memory_check'] not in ('refuse', 'warn', 'off'):
         problems.append('sglang_service_memory_check must be refuse, warn or "off" (quoted: YAML reads a bare off as false); got %s.'
@@ -337,9 +336,12 @@ def sglang_service_problems(values, host, hostname, group_names, groups, check_p
     envelope or port says nothing about the host. Without ``host`` (None), only the variables.
     """
     problems = variable_problems(values, hostname, group_names, groups)
-    if problems or host is None:
+    if problems:
         return problems
-    return host_problems(values, hostname, host, check_python)
+    # the sandbox plan after the host's fit (as the checks ran before they were one filter): a model
+    # directory that is not there is named even when the sandbox would also hide it
+    fit = [] if host is None else host_problems(values, hostname, host, check_python)
+    return fit + hardening_problems(values)
 
 
 class FilterModule(object):

@@ -113,13 +113,26 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_user': 'Sglang'}, ['lowercase letters, digits']),
     ({'sglang_service_supplementary_groups': ['GPU users']}, ['lowercase letters, digits', 'GPU users']),
     ({'sglang_service_secrets_valid': False}, ['contains a single quote', 'Allowed: printable characters']),
-    ({'sglang_service_envelope': envelope(model_path='/root/models/q')},
-     ['it would need /root/models/q', 'allowed values: strict, baseline, none']),
 ])
 def test_a_wrong_variable_gives_one_message_with_its_words(changes, words):
     message = one(problems(**changes))
     for word in words:
         assert word in message
+
+
+def test_the_sandbox_refuses_a_model_it_would_hide():
+    host = copy.deepcopy(HOST)
+    host['models']['/root/models/q'] = {'isdir': True}
+    message = one(problems(host=host, sglang_service_envelope=envelope(model_path='/root/models/q')))
+    assert 'it would need /root/models/q' in message and 'allowed values: strict, baseline, none' in message
+
+
+def test_a_missing_model_directory_is_named_before_the_sandbox_that_would_hide_it():
+    found = problems(sglang_service_envelope=envelope(model_path='/root/models/q'))
+    assert len(found) == 2, found
+    assert found[0] == ('sglang_service_envelope.model_path names /root/models/q, which is not a directory on ct129. '
+                        'Allowed: an existing directory holding the model\'s config.json.')
+    assert 'it would need /root/models/q' in found[1]
 
 
 def test_hidden_paths_do_not_matter_without_hardening():
