@@ -363,38 +363,73 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
     return plan
 
 
+def _fits_with(plan, context, mrr):
+    # every admitted request may grow to the full context: the KV pool must hold them all
+    return (plan["fits"] and plan["max_total_num_tokens"] >= context * mrr
+            and plan["max_running_requests_effective"] >= mrr)
+
+
+def _most_requests_at(base, context, cap, floor, model_config, gpu, draft_config, options):
+    """The envelope and plan with the most running requests (cap down to floor) that fit at context, or None."""
+    for mrr in range(cap, max(1, int(floor)) - 1, -1):
+        candidate = dict(base, context_length=context, max_running_requests=mrr)
+        plan = sglang_memory_plan(candidate, model_config, gpu, draft_config, **options)
+        if _fits_with(plan, context, mrr):
+            return candidate, plan
+    return None
+
+
+def _found(candidate, plan, tried, kept_context):
+    return {"fits": True, "context_length": candidate["context_length"],
+            "max_running_requests": candidate["max_running_requests"],
+            "mem_fraction_static": plan["mem_fraction_static"], "envelope": candidate, "plan": plan,
+            "tried": tried, "kept_context": kept_context}
+
+
+def _request_cap(base, max_running_requests):
+    return int(max_running_requests or base.get("max_running_requests")
+               or (DEFAULTS["spec_max_running_requests"] if base.get("speculative_algorithm") else 256))
+
+
 def _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests,
                   min_running_requests, options):
-    target = _text_config(model_config, "model_config")
-    ceiling = int(target.get("max_position_embeddings") or base.get("context_length") or 0)
-    if ceiling <= 0:
-        _fail("no max_position_embeddings in model_config and no context_length in the envelope")
-    cap = int(max_running_requests or base.get("max_running_requests")
-              or (DEFAULTS["spec_max_running_requests"] if base.get("speculative_algorithm") else 256))
-    context = 1 << (ceiling.bit_length() - 1)
-    tried = []
+    """Largest power-of-two context, then the most requests: below the envelope's own context_length
+    when it has one (the caller found that not one request fits there), else from the model's limit."""
+    wanted = int(base.get("context_length") or 0)
+    if wanted > 0:
+        context, tried = 1 << ((wanted - 1).bit_length() - 1), [wanted]
+    else:
+        ceiling = int(_text_config(model_config, "model_config").get("max_position_embeddings") or 0)
+        if ceiling <= 0:
+            _fail("no max_position_embeddings in model_config and no context_length in the envelope")
+        context, tried = 1 << (ceiling.bit_length() - 1), []
+    cap = _request_cap(base, max_running_requests)
     while context >= int(min_context_length):
-        for mrr in range(cap, max(1, int(min_running_requests)) - 1, -1):
-            candidate = dict(base, context_length=context, max_running_requests=mrr)
-            plan = sglang_memory_plan(candidate, model_config, gpu, draft_config, **options)
-            # every admitted request may grow to the full context: the KV pool must hold them all
-            if plan["fits"] and plan["max_total_num_tokens"] >= context * mrr \
-                    and plan["max_running_requests_effective"] >= mrr:
-                return {"fits": True, "context_length": context, "max_running_requests": mrr,
-                        "mem_fraction_static": plan["mem_fraction_static"], "envelope": candidate,
-                        "plan": plan, "tried": tried}
+        found = _most_requests_at(base, context, cap, min_running_requests, model_config, gpu, draft_config,
+                                  options)
+        if found:
+            return _found(found[0], found[1], tried, False)
         tried.append(context)
         context //= 2
     plan = sglang_memory_plan(dict(base, context_length=int(min_context_length), max_running_requests=1),
                               model_config, gpu, draft_config, **options)
     return {"fits": False, "context_length": None, "max_running_requests": None,
-            "mem_fraction_static": plan["mem_fraction_static"], "envelope": None, "plan": plan, "tried": tried}
+            "mem_fraction_static": plan["mem_fraction_static"], "envelope": None, "plan": plan, "tried": tried,
+            "kept_context": False}
+
+
+def _with_fraction(envelope, fraction):
+    base = dict(envelope)
+    if fraction is not None:
+        base["mem_fraction_static"] = float(fraction)
+    return base
 
 
 def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_fraction_static=None,
                             min_context_length=4096, max_running_requests=None, min_running_requests=1,
                             **options):
-    """Largest power-of-two context_length, then the most running requests, that fit; see the .yml."""
+    """The envelope's own context_length with the most running requests that fit there; a shorter
+    context only when not one request fits there; see the .yml."""
     if not isinstance(envelope, dict):
         _fail(f"envelope must be a dict of SGLang flags, got {type(envelope).__name__}")
     # a list of fractions is tried in order: no context fits at a fraction that leaves too little
@@ -402,13 +437,20 @@ def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_
     fractions = list(mem_fraction_static) if isinstance(mem_fraction_static, (list, tuple)) else [mem_fraction_static]
     if not fractions:
         _fail("mem_fraction_static is an empty list")
+    wanted = int(envelope.get("context_length") or 0)
+    if wanted > 0:
+        # the operator's context_length is the question asked: at any fraction before a shorter one,
+        # with as many running requests as fit there (one is enough to keep it)
+        for index, fraction in enumerate(fractions):
+            base = _with_fraction(envelope, fraction)
+            found = _most_requests_at(base, wanted, _request_cap(base, max_running_requests), 1,
+                                      model_config, gpu, draft_config, options)
+            if found:
+                return dict(_found(found[0], found[1], [], True), fractions_tried=fractions[:index + 1])
     first = None
     for index, fraction in enumerate(fractions):
-        base = dict(envelope)
-        if fraction is not None:
-            base["mem_fraction_static"] = float(fraction)
-        result = _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests,
-                               min_running_requests, options)
+        result = _recommend_at(_with_fraction(envelope, fraction), model_config, gpu, draft_config,
+                               min_context_length, max_running_requests, min_running_requests, options)
         result["fractions_tried"] = fractions[:index + 1]
         if result["fits"]:
             return result
@@ -452,10 +494,19 @@ def sglang_memory_summary(plan, recommendation=None, envelope=None):
     if p.get("warnings"):
         text += f" Warnings: {'; '.join(p['warnings'])}."
     if r.get("fits"):
-        f = r["mem_fraction_static"]
-        text += (f" Largest that fits: context_length {r['context_length']} x max_running_requests "
-                 f"{r['max_running_requests']} at mem_fraction_static {f} (--mem-fraction-static {f} "
-                 f"--context-length {r['context_length']} --max-running-requests {r['max_running_requests']}).")
+        f, n = r["mem_fraction_static"], r["max_running_requests"]
+        flags = (f"(--mem-fraction-static {f} --context-length {r['context_length']} "
+                 f"--max-running-requests {n})")
+        if r.get("kept_context"):
+            text += (f" At context_length {r['context_length']} as set, "
+                     f"{'1 running request fits' if n == 1 else f'{n} running requests fit'} "
+                     f"at mem_fraction_static {f} {flags}.")
+        else:
+            # a recommendation says kept_context false when it looked at the envelope's own context first
+            if r.get("kept_context") is False and envelope.get("context_length"):
+                text += f" Not one request fits at context_length {envelope['context_length']}."
+            text += (f" Largest that fits: context_length {r['context_length']} x max_running_requests "
+                     f"{n} at mem_fraction_static {f} {flags}.")
     elif r:
         tried = ", ".join(str(x) for x in r["fractions_tried"])
         text += (f" Nothing fits at mem_fraction_static {tried} with "

@@ -318,3 +318,38 @@ def test_summary_of_the_hand_worked_plan():
 def test_summary_rejects_a_non_plan():
     with pytest.raises(AnsibleFilterError, match="plan must be"):
         sglang_memory_summary("plan")
+
+
+H200 = {"name": "NVIDIA H200", "count": 1, "memory_total_mib": 143771, "compute_cap": "9.0"}
+
+
+@needs_lab
+def test_recommend_keeps_the_operators_context_on_one_h200(target, draft):
+    """A new group: 1 x H200, Qwen3.6-27B with its DFlash drafter at 0.85 / 65536 does not fit as set
+    (48 running requests' speculative state), but 7 requests fit at the context the operator asked for."""
+    envelope = dict(DDTREE, tp_size=1, mem_fraction_static=0.85, context_length=65536, mamba_full_memory_ratio=0.5)
+    plan = sglang_memory_plan(envelope, target, H200, draft)
+    assert not plan["fits"] and plan["max_running_requests"] == 48
+    rec = sglang_memory_recommend(envelope, target, H200, draft, mem_fraction_static=[0.85, 0.8, 0.75, 0.7])
+    assert (rec["fits"], rec["kept_context"], rec["context_length"], rec["max_running_requests"],
+            rec["mem_fraction_static"], rec["fractions_tried"], rec["tried"]) == (
+        True, True, 65536, 7, 0.85, [0.85], [])
+    eight = sglang_memory_plan(dict(envelope, max_running_requests=8), target, H200, draft)
+    assert not eight["fits"] or eight["max_total_num_tokens"] < 65536 * 8    # 7 is the most, not just some
+    text = sglang_memory_summary(plan, rec, envelope)
+    assert text.endswith(" At context_length 65536 as set, 7 running requests fit at mem_fraction_static 0.85 "
+                         "(--mem-fraction-static 0.85 --context-length 65536 --max-running-requests 7).")
+    assert "Largest that fits" not in text
+
+
+@needs_lab
+def test_recommend_proposes_a_shorter_context_only_when_not_one_request_fits(target, draft):
+    """On ct129's two A6000s no fraction holds one request at the model's 262144 tokens with its
+    KV and state: only then does the planner go shorter, starting below the operator's context."""
+    envelope = dict(DDTREE, tp_size=2, mem_fraction_static=0.85, context_length=262144, mamba_full_memory_ratio=0.5)
+    rec = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=0.85, min_running_requests=4)
+    assert (rec["fits"], rec["kept_context"], rec["context_length"], rec["max_running_requests"], rec["tried"]) == (
+        True, False, 32768, 5, [262144, 131072, 65536])
+    text = sglang_memory_summary(sglang_memory_plan(envelope, target, CT129_GPUS, draft), rec, envelope)
+    assert " Not one request fits at context_length 262144. Largest that fits: context_length 32768 x " \
+           "max_running_requests 5 at mem_fraction_static 0.85" in text
