@@ -2,7 +2,8 @@
 # Regenerates each role's README.md from its meta/argument_specs.yml with aar-doc
 # (pinned in requirements-dev.txt) and scripts/role_docs.md.j2, so every role variable is
 # described once, in its argument spec; and the failure catalogue of
-# docs/verdict-and-failures.md from the signature table (scripts/failure_catalogue.py).
+# docs/verdict-and-failures.md from the signature table, with the table's recall on the corpus of
+# real failure logs (scripts/failure_catalogue.py).
 # --check writes nothing: it exits 1 and names every page that differs from its source.
 # Usage: scripts/role_docs.sh [--check]
 set -euo pipefail
@@ -38,5 +39,5 @@ if [ ${#stale[@]} -gt 0 ]; then
   printf 'stale (run scripts/role_docs.sh): %s\n' "${stale[@]}" >&2
   exit 1
 fi
-$check && echo "role READMEs and the failure catalogue match their sources"
+$check && echo "role READMEs, the failure catalogue and its recall match their sources"
 exit 0

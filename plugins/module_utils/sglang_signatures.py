@@ -54,14 +54,23 @@ _OOM = r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: ou
 
 # Fields of an entry:
 #   id          stable name, returned as ``cause``
-#   patterns    regexes searched in each journal MESSAGE line; named groups feed ``advice``
+#   patterns    regexes searched in each journal MESSAGE line; named groups feed ``advice``. A pattern
+#               may instead be a dict: {'re': regex, ...} with any of
+#                 priority      weaker evidence of the same cause ranks lower than the entry
+#                 fatal         False: a warning line of this cause (not a failure by itself)
+#                 fatal_with    ids: that warning counts as fatal when a later fatal line of one of
+#                               these ids shows the server died with it
+#                 fatal_at_most {group: number}: fatal only when the group's number is at most this,
+#                               a warning otherwise
 #   phase       where in start-up this usually strikes (documentation and reporting)
-#   when_phase  optional: only match while phase_of(lines so far) is one of these
+#   when_phase  optional: only match while phase_of(lines so far) is one of these; with no phase
+#               line yet, the frames of the traceback being printed stand in (_FRAME_PHASES)
 #   fatal       True: the service is going down; False: a warning worth showing
 #   priority    the most specific fatal match wins; cascades (child died, NCCL timeouts on
 #               the other rank) rank below their causes
 #   diagnosis   one line, what it means
-#   advice      str.format template; {group} from the pattern, missing ones from ``defaults``
+#   advice      str.format template; {group} from the pattern (or from another line of the same
+#               cause), then the unit's flags (sizing_values), then ``defaults``
 SIGNATURES = (
     {
         'id': 'unrecognized_arguments',
@@ -90,6 +99,64 @@ SIGNATURES = (
         'defaults': {'arg': 'an argument', 'value': 'invalid value', 'choices': 'see --help of the installed build'},
     },
     {
+        'id': 'disk_full',
+        # ENOSPC's strerror as Python's OSError prints it ("[Errno 28] No space left on device: 'path'"), and as
+        # ninja, nvcc or the hub's downloader write it without the errno
+        'patterns': (r"(?:\[Errno 28\] )?No space left on device(?:: '(?P<path>[^']+)')?",),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 93,  # a full disk breaks downloads, JIT builds and caches: it is their root cause
+        'diagnosis': 'a disk of the host is full (ENOSPC) while writing {path}',
+        'advice': 'Free space or move the writes (`df -h` on the host): downloads go to HF_HOME or --download-dir '
+                  '({download_dir}), JIT kernels and Triton to the service user\'s ~/.cache (FLASHINFER_WORKSPACE_BASE, '
+                  'TRITON_CACHE_DIR in sglang_service_environment), then restart.',
+        'defaults': {'path': 'a file', 'download_dir': 'unset'},
+    },
+    {
+        'id': 'driver_too_old',
+        'patterns': (
+            # pytorch/pytorch c10/cuda/CUDAFunctions.cpp (device_count_impl): cudaErrorInsufficientDriver
+            r'driver on your system is too old \(found version (?P<found>\d+)\)',
+            # cudaGetErrorString(cudaErrorInsufficientDriver), and the enum's name as cuda-python / CuTe DSL print it
+            r'CUDA driver version is insufficient for CUDA runtime version',
+            r'cudaErrorInsufficientDriver',
+            # torch's "Unexpected error from cudaGetDeviceCount() ... Error 804: <cudaGetErrorString>" (same file):
+            # cudaErrorCompatNotSupportedOnDevice, a CUDA newer than the driver on a card without forward compatibility
+            r'Error (?P<error>804): forward compatibility was attempted on non supported HW',
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 92,
+        'diagnosis': 'the NVIDIA driver is older than the CUDA runtime of the installed wheels needs '
+                     '(driver version {found}, CUDA error {error})',
+        'advice': 'Upgrade the host\'s NVIDIA driver to one that supports the CUDA the torch / sgl-kernel / flashinfer wheels '
+                  'were built for (`nvidia-smi` shows the newest CUDA the driver supports), or install wheels built for an older '
+                  'CUDA. Error 804 (forward compatibility) on a GeForce or workstation card means the cuda-compat package '
+                  'cannot help: only a newer driver does.',
+        'defaults': {'found': 'not printed', 'error': '35 (insufficient driver)'},
+    },
+    {
+        'id': 'model_download_failed',
+        'patterns': (
+            # huggingface/huggingface_hub src/huggingface_hub/utils/_http.py::hf_raise_for_status (GatedRepoError)
+            r'Cannot access gated repo for url (?P<url>https?://\S+?)\.?$',
+            r'GatedRepoError(?::\s*(?P<status>\d{3}) Client Error)?',
+            # psf/requests Response.raise_for_status on a hub URL (older huggingface_hub let it through)
+            r'(?P<status>401|403) Client Error: [\w ]+ for url: (?P<url>https://(?:huggingface\.co|hf\.co)/\S+)',
+            # huggingface/transformers src/transformers/utils/hub.py::cached_file (hub unreachable, nothing cached)
+            r"We couldn't connect to '(?P<url>[^']+)' to load this file",
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 91,  # above model_config_error: "Can't load the configuration" follows a failed download
+        'diagnosis': 'the model could not be downloaded from the Hugging Face Hub (HTTP {status}, {url}): gated, '
+                     'unauthorised or unreachable',
+        'advice': 'A gated repo needs its licence accepted on the Hub and a token with access in the unit (HF_TOKEN in an '
+                  'EnvironmentFile, sglang_service_environment_files); a host without Hub access needs the model downloaded '
+                  'beforehand, --model-path ({model_path}) pointing at that directory and HF_HUB_OFFLINE=1.',
+        'defaults': {'status': 'error', 'url': 'the Hub', 'model_path': 'now a Hub repo id'},
+    },
+    {
         'id': 'cuda_abi_mismatch',
         'patterns': (
             r'undefined symbol: ?(?P<symbol>\S*)',
@@ -111,35 +178,126 @@ SIGNATURES = (
             r"Can't load the configuration of '(?P<path>[^']+)'",
             r"(?P<path>\S+) does not appear to have a file named config\.json",
             r'checkpoint you are trying to load has model type `(?P<model_type>[^`]+)`',
+            # huggingface/huggingface_hub src/huggingface_hub/utils/_validators.py::validate_repo_id (HFValidationError):
+            # a --model-path that is not a directory on the host is taken for a Hub repo id, and an absolute path is none
+            r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>[^']+)'",
+            # huggingface/transformers src/transformers/models/auto/configuration_auto.py::AutoConfig.from_pretrained: the
+            # traceback's source line above the KeyError of a model_type this transformers does not know (newer builds
+            # re-raise it as the "has model type" ValueError above)
+            r'CONFIG_MAPPING\[config_dict\["model_type"\]\]',
         ),
         'phase': 'starting',
         'fatal': True,
         'priority': 90,
         'diagnosis': 'the model path or its config.json cannot be loaded ({path})',
         'advice': 'Check that --model-path {path} (and --speculative-draft-model-path) exists on the host, holds a '
-                  'config.json readable by the service user, and that the installed transformers knows the architecture.',
-        'defaults': {'path': 'the model path', 'model_type': ''},
+                  'config.json readable by the service user, and that the installed transformers knows the architecture '
+                  '(model type {model_type}). A path that is not a directory on the host is read as a Hub repo id '
+                  '(HFValidationError).',
+        'defaults': {'path': 'the model path', 'model_type': 'named in config.json'},
+    },
+    {
+        'id': 'trust_remote_code_required',
+        'patterns': (
+            # huggingface/transformers src/transformers/dynamic_module_utils.py::resolve_trust_remote_code
+            r'The repository for (?P<path>\S+) contains custom code which must be executed',
+            r'(?:Loading (?P<path>\S+) )?requires you to execute (?:the \w+ file in that repo|custom code contained in the model repository)',
+            r'(?:set the option|passing the argument) `trust_remote_code=True`',
+            # sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py::_auto_tokenizer_from_pretrained
+            r'`--trust-remote-code` flag',
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 89,  # above tokenizer_load_error: SGLang words this one as "Failed to load the tokenizer"
+        'diagnosis': 'the model at {path} ships its own Python code and the server was started without --trust-remote-code',
+        'advice': 'Read the custom code of {path} (its *.py files), then add trust_remote_code: true to the envelope '
+                  '(--trust-remote-code). Without a terminal, transformers\' "Do you wish to run the custom code?" prompt ends '
+                  'in EOFError or a timeout instead of asking.',
+        'defaults': {'path': 'the model'},
+    },
+    {
+        'id': 'unsupported_architecture',
+        # sgl-project/sglang python/sglang/srt/models/registry.py::_ModelRegistry (vLLM's registry words it the same)
+        'patterns': (r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported for now',),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 88,
+        'diagnosis': 'the installed SGLang has no implementation of the model\'s architecture {architectures}',
+        'advice': 'Install an SGLang release whose supported models list {architectures}, or try --model-impl transformers '
+                  '(the Transformers fallback) where the build has it; check that config.json of {model_path} names the '
+                  'architecture you expect.',
+        'defaults': {'architectures': "in config.json's architectures", 'model_path': 'the model'},
+    },
+    {
+        'id': 'tokenizer_load_error',
+        'patterns': (
+            # huggingface/tokenizers (serde, through Tokenizer.from_file): tokenizer.json written by a newer tokenizers
+            r'data did not match any variant of untagged enum (?P<detail>\w+)',
+            # sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py (_auto_tokenizer_from_pretrained,
+            # get_tokenizer with fastokens)
+            r'Failed to load the tokenizer\.',
+            r'fastokens failed to load tokenizer for',
+            # huggingface/transformers src/transformers/tokenization_utils_base.py::from_pretrained and
+            # tokenization_utils_fast.py::PreTrainedTokenizerFast.__init__
+            r"Can't load tokenizer for '(?P<path>[^']+)'",
+            r"Couldn't instantiate the backend tokenizer",
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 87,
+        'diagnosis': 'the tokenizer of {path} could not be loaded ({detail})',
+        'advice': '"untagged enum ModelWrapper" means tokenizer.json was written by a newer tokenizers than the installed one: '
+                  'upgrade tokenizers / transformers in the service venv. Otherwise check --tokenizer-path ({tokenizer_path}) '
+                  'and the tokenizer files (tokenizer.json, tokenizer_config.json) next to --model-path {model_path}.',
+        'defaults': {'path': 'the model', 'detail': 'see the fatal lines', 'tokenizer_path': 'unset: the model path',
+                     'model_path': 'as in the unit'},
     },
     {
         'id': 'port_in_use',
         'patterns': (
             r'error while attempting to bind on address (?P<address>\(.*?\))?.*address already in use',
+            # pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp: "The server socket has failed to bind to
+            # [::]:29500 (errno: 98 - Address already in use)." (the torch.distributed store's port)
+            r'failed to bind to (?P<address>\S+) \(errno: 98 - Address already in use\)',
             r'\[Errno 98\].*',
-            r'address already in use',
+            r'(?i)address already in use',
         ),
         'phase': 'binding',
         'fatal': True,
         'priority': 85,
-        'diagnosis': 'the HTTP port is already taken by another process {address}',
+        'diagnosis': 'a port the server binds is already taken by another process {address}',
         'advice': "Find the holder with `ss -ltnp` (often the previous SGLang unit still running under another name) "
-                  "and stop it, or change --port. Address: {address}",
+                  "and stop it, or change the port: --port ({port}) for the HTTP API, --nccl-port or --dist-init-addr "
+                  "({dist_init_addr}) for torch.distributed (29500 by default). Address: {address}",
         'defaults': {'address': ''},
     },
     {
-        'id': 'mem_pool_too_small',
-        # newer builds append "Current value: ..." (pool_configurator.py MemoryPoolConfig), older ones stop at the period
+        'id': 'kv_profile_too_small',
+        # sgl-project/sglang python/sglang/srt/mem_cache/kv_cache_configurator.py::_apply_token_constraints
+        # (model_runner.py in 0.4.x): a warning, and SGLang goes on with the profiled value; at or below 0 no
+        # KV cache fits at all (0.5.x then fails with "Not enough memory", older builds run on into a crash)
         'patterns': (
-            r'Not enough memory\. Please try to increase --mem-fraction-static\.(?: Current value: mem_fraction_static=(?P<mem_fraction_static>[0-9.]+))?',
+            {'re': r'max_total_tokens=(?P<max_total_tokens>\d+) is larger than the profiled value (?P<profiled>-?\d+)',
+             'fatal_at_most': {'profiled': 0}},
+        ),
+        'phase': 'sizing_pools',
+        'fatal': True,
+        'priority': 81,  # above mem_pool_too_small, which follows it in 0.5.x and has no numbers
+        'diagnosis': 'memory profiling left room for {profiled} KV-cache tokens, less than --max-total-tokens {max_total_tokens}: '
+                     'after the weights and activations, --mem-fraction-static {mem_fraction_static} leaves the KV cache no room',
+        'advice': 'Raise --mem-fraction-static ({mem_fraction_static}, try {mem_fraction_static_up}), or lower --context-length '
+                  '{context_length} (try {context_length_down}) or --max-running-requests {max_running_requests} (try '
+                  '{max_running_requests_down}). A negative value ({profiled}) means weights plus activations already exceed the '
+                  'static fraction: spread the model over more GPUs (--tp-size {tp_size}) or use a smaller or quantized checkpoint.',
+        'defaults': {'mem_fraction_static': 'unset (SGLang picks it)', 'mem_fraction_static_up': 'a higher value'},
+    },
+    {
+        'id': 'mem_pool_too_small',
+        # newer builds append "Current value: ..." (pool_configurator.py MemoryPoolConfig; 0.5.6 printed the
+        # expression: "self.server_args.mem_fraction_static=0.2"), older ones stop at the period
+        'patterns': (
+            r'Not enough memory\. Please try to increase --mem-fraction-static\.'
+            r'(?: Current value: (?:\w+\.)*mem_fraction_static=(?P<mem_fraction_static>[0-9.]+))?',
         ),
         'phase': 'sizing_pools',
         'fatal': True,
@@ -197,6 +355,30 @@ SIGNATURES = (
                   '--chunked-prefill-size / --cuda-graph-max-bs.',
     },
     {
+        'id': 'kv_cache_oom_serving',
+        'patterns': (
+            # sgl-project/sglang python/sglang/srt/mem_cache/allocation.py (alloc_for_extend / alloc_for_decode,
+            # raised as RuntimeError; scheduler.py in 0.4.x): the three lines of one message
+            r'(?P<stage>Decode|Prefill) out of memory\. Try to lower your batch size',
+            r'^Try to allocate (?P<needed>\d+) tokens\.',
+            r'^Ava(?:li|il)able tokens: (?P<available>\d+)',  # "Avaliable" in 0.4.x
+            r'alloc_req_slots runs out of memory',
+            # sgl-project/sglang python/sglang/srt/managers/scheduler.py (update_running_batch; "Decode out of memory
+            # happened." before 0.5): a warning, SGLang retracts requests and re-queues them, the server goes on
+            {'re': r'(?:Decode out of memory happened|KV cache pool is full\. Retract requests)\. #retracted_reqs: (?P<retracted>\d+)',
+             'fatal': False, 'fatal_with': ('child_process_died',)},
+        ),
+        'phase': 'ready',
+        'fatal': True,
+        'priority': 74,
+        'diagnosis': 'the KV cache pool is full while serving: {stage} needed {needed} tokens and {available} were free',
+        'advice': 'Lower --max-running-requests ({max_running_requests}, try {max_running_requests_down}) or '
+                  '--chunked-prefill-size ({chunked_prefill_size}), or raise --mem-fraction-static ({mem_fraction_static}, try '
+                  '{mem_fraction_static_up}) for a larger pool; retraction warnings before it show the pool was short for a while.',
+        'defaults': {'stage': 'a batch', 'needed': 'more', 'available': 'fewer', 'mem_fraction_static': 'unset (SGLang picks it)',
+                     'mem_fraction_static_up': 'a higher value'},
+    },
+    {
         'id': 'triton_error',
         # older Triton raised OutOfResources as triton.runtime.autotuner.OutOfResources (InternLM/lmdeploy#2451)
         'patterns': (r'triton\.runtime\.(?:errors|autotuner)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
@@ -210,15 +392,110 @@ SIGNATURES = (
         'defaults': {'triton_error': 'Triton error', 'detail': ''},
     },
     {
+        'id': 'jit_build_failed',
+        'patterns': (
+            # Python's subprocess when the build tool is not on PATH (flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja,
+            # torch/utils/cpp_extension.py), and torch's own check for it
+            r"No such file or directory: '(?P<tool>ninja|nvcc)'",
+            r'Ninja is required to load C\+\+ extensions',
+            # flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja
+            r'Ninja build failed\.',
+            # pytorch/pytorch torch/utils/cpp_extension.py::_run_ninja_build (subprocess.run(['ninja', '-v'], check=True))
+            r"Error building extension '(?P<extension>[^']+)'",
+            r"Command '\['(?P<tool>ninja)'[^\]]*\]' returned non-zero exit status (?P<status>\d+)",
+            # apache/tvm-ffi python/tvm_ffi/cpp/extension.py::build_ninja (SGLang's jit_kernel builds through it)
+            r'(?P<tool>ninja) exited with status (?P<status>\d+)',
+            # ninja itself
+            r'^ninja: build stopped: subcommand failed',
+        ),
+        'phase': 'capturing_cuda_graph',
+        'fatal': True,
+        'priority': 68,  # above cuda_graph_capture_failed and child_process_died: SGLang wraps the build error in both
+        'diagnosis': 'a just-in-time kernel build failed ({tool}; extension {extension}, exit status {status})',
+        'advice': 'SGLang builds flashinfer / sgl-kernel kernels on first use: the service venv needs ninja (its bin/ on the '
+                  'unit\'s PATH) and a CUDA toolkit whose nvcc and headers match the wheels (CUDA_HOME in '
+                  'sglang_service_environment); read the ninja output above for the failing command (status 139 is nvcc '
+                  'crashing). Building the kernels once before the restart, or AOT wheels, keeps the compiler off the server.',
+        'defaults': {'tool': 'ninja / nvcc', 'extension': 'see the fatal lines', 'status': 'n/a'},
+    },
+    {
+        'id': 'host_oom_killed',
+        'patterns': (
+            r'A process of this unit has been killed by the (?P<evidence>OOM killer)',
+            r'(?P<evidence>Out of memory: Killed process)',
+            # torvalds/linux mm/oom_kill.c::dump_oom_summary and mm/memcontrol.c (cgroup v1, "Task in <cgroup> killed as a
+            # result of limit of <cgroup>"), as dmesg prints them
+            r'(?P<evidence>oom-kill:constraint=)',
+            r'(?P<evidence>killed as a result of limit of) ',
+            # weaker: SIGKILL seen from outside, most often the OOM killer, but SGLang also SIGKILLs its own tree after
+            # a failure it printed: bash's job status ("line N:  PID Killed  cmd"), docker's 128+9, and Ray's list of causes
+            {'re': r'line \d+: +\d+ (?P<evidence>Killed) +\S', 'priority': 12},
+            {'re': r'(?P<evidence>exited with code 137)\b', 'priority': 12},
+            {'re': r'(?P<evidence>killed by SIGKILL by OOM killer) due to high memory usage', 'priority': 12},
+        ),
+        'phase': 'loading_weights',
+        'fatal': True,
+        'priority': 60,
+        'diagnosis': 'the server was killed for lack of host memory (host RAM or the container\'s memory limit, not GPU memory); '
+                     'the log says "{evidence}"',
+        'advice': 'Give the host (or the container) more RAM or swap, or load weights with less host memory (fewer loader '
+                  'workers, safetensors, fewer TP ranks per host: --tp-size {tp_size}); check other processes on the host and '
+                  '`journalctl -k` for the OOM killer\'s report.',
+        'defaults': {'evidence': 'the OOM killer'},
+    },
+    {
+        'id': 'cuda_illegal_memory_access',
+        # torch's wording for cudaErrorIllegalAddress ("CUDA error: ..."), and flashinfer's FLASHINFER_CUDA_CALL
+        # ("CUDA Error: ..."); in SGLang usually a kernel bug of one attention or speculative-decoding path
+        # (sgl-project/sglang#5029 shows it during graph capture)
+        'patterns': (r'CUDA [Ee]rror: an illegal memory access was encountered', r'cudaErrorIllegalAddress'),
+        'phase': 'ready',
+        'fatal': True,
+        'priority': 55,  # above cuda_graph_capture_failed: inside a capture, the illegal access is the root cause
+        'diagnosis': 'a CUDA kernel made an illegal memory access (the GPU context is lost; the server cannot continue)',
+        'advice': 'A kernel bug, not a sizing problem: rerun with CUDA_LAUNCH_BLOCKING=1 in the unit environment to find the '
+                  'kernel, then try another --attention-backend, --disable-cuda-graph, or a build with the fix; if it started '
+                  'with the speculative algorithm ({speculative_algorithm}), try without it.',
+    },
+    {
         'id': 'cuda_graph_capture_failed',
-        'patterns': (r'Capture cuda graph failed(?::\s*(?P<detail>.*))?',),
+        'patterns': (
+            r'Capture cuda graph failed(?::\s*(?P<detail>.*))?',
+            # cudaGetErrorString(cudaErrorStreamCaptureUnsupported) as torch raises it, and torch's
+            # aten/src/ATen/cuda/CUDAGeneratorImpl.cpp ("Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture")
+            r'(?P<detail>operation not permitted when stream is capturing)',
+            r'(?P<detail>Cannot call \S+ during CUDA graph capture)',
+            r'(?P<detail>cudaErrorStreamCapture\w+)',
+        ),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
         'priority': 50,
         'diagnosis': 'CUDA graph capture failed: {detail}',
-        'advice': 'Read the lines above it for the root cause. Lower --cuda-graph-max-bs or --mem-fraction-static; '
-                  '--disable-cuda-graph only helps if the build does not report it ignored.',
+        'advice': 'Read the lines above it for the root cause. Lower --cuda-graph-max-bs ({cuda_graph_max_bs}) or '
+                  '--mem-fraction-static; an operation that cannot be captured (RNG seed, a sync) points at --enable-torch-compile '
+                  'or the attention backend; --disable-cuda-graph only helps if the build does not report it ignored.',
         'defaults': {'detail': 'see the lines above'},
+    },
+    {
+        'id': 'distributed_init_timeout',
+        'patterns': (
+            # pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp (SocketImpl::waitForInput, SocketConnectOp) and
+            # TCPStore.cpp (the server waiting for its clients)
+            r'\[c10d\] waitForInput: socket .*remote=(?P<remote>\S+?)\) timed out after (?P<timeout>\d+m?s)',
+            r'The client socket has timed out after (?P<timeout>\d+m?s) while trying to connect to \((?P<remote>[^)]+)\)',
+            r'Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined',
+            r'torch\.distributed\.(?:DistStoreError|DistNetworkError)',
+            r'Timed out .*(?:rendezvous|TCPStore|store)',
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 42,  # above nccl_distributed_init: the store rendezvous comes before any NCCL communicator
+        'diagnosis': 'torch.distributed rendezvous timed out: a rank waited {timeout} for the c10d store at {remote}',
+        'advice': 'Every node must reach --dist-init-addr ({dist_init_addr}) on that port: check firewalls and that the name '
+                  'resolves to the same address (IPv4 or IPv6) everywhere, that all --nnodes ({nnodes}) nodes run with the same '
+                  '--dist-init-addr and distinct --node-rank, and that node 0 is up; --dist-timeout ({dist_timeout}) only helps '
+                  'a node that is merely slow.',
+        'defaults': {'timeout': 'its timeout', 'remote': 'the rendezvous address'},
     },
     {
         'id': 'nccl_distributed_init',
@@ -228,27 +505,20 @@ SIGNATURES = (
             r'ProcessGroupNCCL.*(?:[Tt]imeout|timed out|Watchdog caught)',
             # torch's what() line of the same timeout names no file
             r'Watchdog caught collective operation timeout',
-            r'torch\.distributed\.(?:DistStoreError|DistNetworkError|DistBackendError)',
+            r'torch\.distributed\.DistBackendError',
             r'init_process_group.*(?:timed out|[Tt]imeout)',
-            r'Timed out .*(?:rendezvous|TCPStore|store)',
+            # NVIDIA/nccl src/misc/socket.cc (socketStartConnect / socketPollConnect): bootstrap cannot reach a peer
+            r'NCCL WARN \w+: Connect to (?P<peer>\S+) failed',
         ),
         'phase': 'starting',
         'fatal': True,
         'priority': 40,
         'diagnosis': 'NCCL / distributed initialisation failed or timed out between tensor-parallel ranks',
         'advice': 'Check that --tensor-parallel-size matches the GPUs the unit can see (CUDA_VISIBLE_DEVICES), that '
-                  '--nccl-port / --dist-init-addr are free, and try NCCL_P2P_DISABLE=1 on cards without P2P; '
+                  '--nccl-port / --dist-init-addr are free, and try NCCL_P2P_DISABLE=1 on cards without P2P; when NCCL cannot '
+                  'connect to a peer (the log names: {peer}) it usually picked the wrong interface: set NCCL_SOCKET_IFNAME. '
                   'NCCL errors on one rank often follow a crash on another, so read the lines above.',
-    },
-    {
-        'id': 'host_oom_killed',
-        'patterns': (r'A process of this unit has been killed by the OOM killer', r'Out of memory: Killed process'),
-        'phase': 'loading_weights',
-        'fatal': True,
-        'priority': 60,
-        'diagnosis': 'the kernel OOM killer killed the server (host RAM, not GPU memory)',
-        'advice': 'Give the host more RAM or swap, or load weights with less host memory (fewer loader workers, '
-                  'safetensors); check other processes on the host.',
+        'defaults': {'peer': 'none'},
     },
     {
         'id': 'scheduler_watchdog',
@@ -261,27 +531,42 @@ SIGNATURES = (
                   'Raise --watchdog-timeout only if the model is legitimately that slow.',
     },
     {
-        'id': 'cuda_illegal_memory_access',
-        # torch's wording for cudaErrorIllegalAddress; in SGLang usually a kernel bug of one attention or
-        # speculative-decoding path (sgl-project/sglang#5029 shows it during graph capture)
-        'patterns': (r'CUDA error: an illegal memory access was encountered',),
-        'phase': 'ready',
+        'id': 'warmup_failed',
+        'patterns': (
+            # sgl-project/sglang python/sglang/srt/entrypoints/http_server.py::_execute_server_warmup
+            # (_wait_and_warmup before 0.5): the server's requests to its own API, then it kills itself
+            r'Initialization failed\. warmup error',
+            r'AssertionError: res=<Response \[(?P<status>\d{3})\]>',
+            # urllib3 src/urllib3/connectionpool.py::_make_request debug line of that request: an absolute URL in the
+            # request line means it went to an HTTP proxy, which answered instead of the server
+            r'(?P<proxy>https?://\S+) "GET (?P<url>https?://\S+/(?:get_)?model_info) HTTP/1\.[01]" (?P<status>[345]\d\d)\b',
+        ),
+        'phase': 'binding',
         'fatal': True,
-        'priority': 45,  # below cuda_graph_capture_failed: inside a capture, the capture is the context
-        'diagnosis': 'a CUDA kernel made an illegal memory access (the GPU context is lost; the server cannot continue)',
-        'advice': 'A kernel bug, not a sizing problem: rerun with CUDA_LAUNCH_BLOCKING=1 in the unit environment to find the '
-                  'kernel, then try another --attention-backend, --disable-cuda-graph, or a build with the fix; if it started '
-                  'with the speculative algorithm ({speculative_algorithm}), try without it.',
+        'priority': 20,  # below the kernel and memory causes: a crash during warmup also fails the warmup
+        'diagnosis': 'SGLang\'s own warmup request to {host}:{port} failed (HTTP {status}); a 403/502/503 there usually comes '
+                     'from an HTTP proxy in the service\'s environment ({proxy}), not from SGLang',
+        'advice': 'Keep the server\'s requests to itself off the proxy: add NO_PROXY and no_proxy={no_proxy_hosts} to '
+                  'sglang_service_environment (the unit\'s Environment=), or unset http_proxy / https_proxy there, then restart.',
+        'defaults': {'status': 'error', 'proxy': 'http_proxy / https_proxy'},
     },
     {
         'id': 'child_process_died',
-        # start-up wording (launch_server), then the running server's handler (http_server.py)
-        'patterns': (r'Received sigquit from a child process', r'SIGQUIT received\. .*It usually means one child failed'),
+        # start-up wording (launch_server; 0.4.x builds spelled it "proces"), the running server's handler
+        # (http_server.py / tokenizer_manager.py), and 0.4.x's SIGCHLD handler (engine.py::_set_envs_and_config),
+        # which logs the raw wait status
+        'patterns': (
+            r'Received sigquit from a child proces(?:s)?\b',
+            r'SIGQUIT received\. .*It usually means one child failed',
+            r'Child process unexpectedly failed with an exit code (?P<exit_code>\d+)',
+        ),
         'phase': 'starting',
         'fatal': True,
         'priority': 10,
         'diagnosis': 'an SGLang child process (scheduler or detokenizer) died',
-        'advice': 'The cause is printed by the child before this line; read the traceback above.',
+        'advice': 'The cause is printed by the child before this line; read the traceback above. Wait status: {exit_code} '
+                  '(9 is SIGKILL: look for the OOM killer in `journalctl -k`; 256 is an exit with status 1).',
+        'defaults': {'exit_code': 'not printed'},
     },
     {
         'id': 'flag_ignored',
@@ -295,12 +580,30 @@ SIGNATURES = (
     },
 )
 
+# With no phase line yet (a journal that starts mid-way, a build that prints none), the frames of the traceback
+# being printed tell the phase: SGLang's own function names (model_runner.py, memory_pool.py, cuda_graph_runner.py,
+# scheduler.py, tp_worker_overlap_thread.py) and vLLM's CacheEngine._allocate_kv_cache. A start-up frame wins over
+# a forward frame (capture and warmup run the model's forward too).
+_FRAME_LINE = re.compile(r'\bFile (?:"[^"]*", line \d+|\[[^\]]*\]\([^)]*\)), in (?:[\w<>]+\.)*(?P<func>[\w<>]+)')
+_FRAME_PHASES = (
+    (re.compile(r'^(?:capture|capture_one_batch_size|init_cuda_graphs|init_device_graphs|init_piecewise_cuda_graphs|'
+                r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune)$'), 'capturing_cuda_graph'),
+    (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache)$'),
+     'sizing_pools'),
+    (re.compile(r'^(?:load_model|load_weights|load_weights_and_postprocess|_initialize_model)$'), 'loading_weights'),
+    (re.compile(r'^(?:forward_thread_func|event_loop\w*|run_batch|forward\w*|\w+_forward)$'), 'ready'),
+)
+
+
 UNCLASSIFIED = 'unclassified'
 
 _TRACEBACK_START = re.compile(r'Traceback \(most recent call last\):')
 # the exception line that ends a traceback: "pkg.mod.SomeError: text" or a bare name
 _EXCEPTION_LINE = re.compile(r'^(?:\[[^\]]*\]\s*)?(?:[A-Za-z_][\w.]*\.)?(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$')
 _ARGPARSE_USAGE = re.compile(r'^usage: ')
+# a line made only of ^ and ~ (Python 3.11's markers under the blamed code) or nothing, after a log prefix such
+# as "[rank1]:", "(WorkerDict pid=1)", "name  |" or "[date] ERROR:"
+_FILLER_LINE = re.compile(r'^(?:\[[^\]]*\]:?(?:\s*ERROR:)?|\([^)]*\)|[\w.-]+\s+\|)?[\s^~]*$')
 
 _MAX_FATAL_LINES = 60
 _TRACEBACK_LOOKBACK = 200
@@ -316,11 +619,19 @@ def _clipped(lines):
     return [line[:MAX_LINE_CHARS] for line in lines]
 
 
+def _compile_pattern(pattern):
+    """A pattern of the table -> (regex, options); a plain string has no options."""
+    if isinstance(pattern, dict):
+        options = dict((k, v) for k, v in pattern.items() if k != 're')
+        return re.compile(pattern['re']), options
+    return re.compile(pattern), {}
+
+
 def _compile_table(table):
     compiled = []
     for entry in table:
         item = dict(entry)
-        item['regexes'] = tuple(re.compile(p) for p in entry['patterns'])
+        item['regexes'] = tuple(_compile_pattern(p) for p in entry['patterns'])
         compiled.append(item)
     return tuple(compiled)
 
@@ -386,7 +697,19 @@ def sizing_values(server_args):
     values['context_length_down'] = str(max(4096, int(context) // 4)) if context else 'a smaller value'
     running = _number(args.get('max_running_requests'))
     values['max_running_requests_down'] = str(max(1, int(running) // 2)) if running else '4'
-    for name in ('context_length', 'max_running_requests', 'mamba_full_memory_ratio', 'cuda_graph_max_bs', 'speculative_algorithm'):
+    # the same flag has several spellings (server_args.py aliases)
+    for name, aliases in (('tp_size', ('tensor_parallel_size', 'tp')), ('model_path', ('model',))):
+        for alias in aliases:
+            if alias in values:
+                values.setdefault(name, values[alias])
+    # the address the server's warmup requests go to (ServerArgs.url(): a wildcard --host means loopback in
+    # 0.5.x, the wildcard itself in older builds) must stay off any HTTP proxy
+    host = values.setdefault('host', '127.0.0.1')
+    values.setdefault('port', '30000')
+    no_proxy = [host, '127.0.0.1', 'localhost', '::1' if ':' in host else '']
+    values['no_proxy_hosts'] = ','.join(h for i, h in enumerate(no_proxy) if h and h not in no_proxy[:i])
+    for name in ('context_length', 'max_running_requests', 'mamba_full_memory_ratio', 'cuda_graph_max_bs', 'speculative_algorithm',
+                 'chunked_prefill_size', 'tp_size', 'dist_init_addr', 'nnodes', 'dist_timeout'):
         values.setdefault(name, unset)
     return values
 
@@ -427,6 +750,30 @@ def phase_of(lines):
     return phase
 
 
+def _frame_phase(current, line):
+    """``current`` (phase evidence of the traceback being printed, or None) with the frame on ``line`` added."""
+    frame = _FRAME_LINE.search(line)
+    if not frame:
+        return current
+    for regex, phase in _FRAME_PHASES:
+        if regex.match(frame.group('func')):
+            if current is None or current == 'ready' or (phase != 'ready' and _PHASE_RANK[phase] > _PHASE_RANK[current]):
+                return phase
+            return current
+    return current
+
+
+def _match_is_fatal(entry, options, groups):
+    """Whether one match counts as fatal: the entry's, unless the pattern's options say otherwise."""
+    if 'fatal' in options:
+        return options['fatal']
+    for name, limit in options.get('fatal_at_most', {}).items():
+        value = _number(groups.get(name))
+        if value is None or value > limit:
+            return False
+    return entry['fatal']
+
+
 def classify(lines, server_args=None):
     """Every signature match in ``lines``, in line order.
 
@@ -436,41 +783,55 @@ def classify(lines, server_args=None):
     """
     lines = _clipped(lines)
     matches = []
+    promotable = []
     phase = PHASES[0]
+    frames = None  # the phase the frames of the traceback being printed show
+    sizing = sizing_values(server_args)
     for index, line in enumerate(lines):
         phase = furthest_phase(phase, line)
+        frames = None if _TRACEBACK_START.search(line) else _frame_phase(frames, line)
+        # phase lines first; only with none yet do the traceback's frames tell where it failed
+        here = frames if phase == PHASES[0] and frames is not None else phase
         for entry in _COMPILED:
             when = entry.get('when_phase')
-            if when and phase not in when:
+            if when and here not in when:
                 continue
-            for regex in entry['regexes']:
+            for regex, options in entry['regexes']:
                 found = regex.search(line)
                 if not found:
                     continue
                 groups = dict((k, v.strip()) for k, v in found.groupdict().items() if v)
                 # the journal's own numbers first, then the unit's flags, then the entry's fallbacks
                 defaults = dict(entry.get('defaults', {}))
-                defaults.update(sizing_values(server_args))
-                matches.append({
+                defaults.update(sizing)
+                match = {
                     'id': entry['id'],
-                    'fatal': entry['fatal'],
-                    'priority': entry['priority'],
+                    'fatal': _match_is_fatal(entry, options, groups),
+                    'priority': options.get('priority', entry['priority']),
                     'index': index,
                     'line': line,
-                    'phase': phase,
+                    'phase': here,
                     'groups': groups,
                     'diagnosis': render(entry['diagnosis'], groups, defaults),
                     'advice': render(entry['advice'], groups, defaults),
-                })
+                }
+                matches.append(match)
+                if not match['fatal'] and options.get('fatal_with'):
+                    promotable.append((match, options['fatal_with']))
                 break
+    # a warning of a cause is the cause when the server died with it (a later fatal line of a cascade)
+    for match, cascades in promotable:
+        if any(m['fatal'] and m['id'] in cascades and m['index'] > match['index'] for m in matches):
+            match['fatal'] = True
     return matches
 
 
 def warnings(lines):
-    """Non-fatal matches (ignored flags), one line each, duplicates from TP ranks dropped."""
+    """Matches of the warning entries (ignored flags), one line each, duplicates from TP ranks dropped."""
     seen = []
     for match in classify(lines):
-        if not match['fatal'] and match['line'] not in seen:
+        # warnings of entries that are warnings; a fatal cause's own warning line (retraction) is not a flag
+        if not match['fatal'] and not _BY_ID[match['id']]['fatal'] and match['line'] not in seen:
             seen.append(match['line'])
     return seen
 
@@ -494,8 +855,16 @@ def _block_around(lines, index):
     return list(range(start, end + 1))
 
 
+def _is_filler(line):
+    """A caret line (Python 3.11 prints ^ and ~ under the code it blames) or a blank one, behind any log prefix."""
+    return bool(_FILLER_LINE.match(line))
+
+
 def last_traceback(lines):
-    """The last traceback in ``lines`` (at most its last lines), or [] when there is none."""
+    """The last traceback in ``lines`` (at most its last lines), or [] when there is none.
+
+    It ends at its exception line; caret and blank lines are never its last line.
+    """
     lines = _clipped(lines)
     start = None
     for i in range(len(lines) - 1, -1, -1):
@@ -509,10 +878,20 @@ def last_traceback(lines):
         if _EXCEPTION_LINE.match(lines[i]):
             end = i
             break
+    while end > start and _is_filler(lines[end]):
+        end -= 1
     block = lines[start:end + 1]
     if len(block) > _UNCLASSIFIED_TAIL:
         block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
     return block
+
+
+def _exception_of(block):
+    """What the unclassified diagnosis quotes: the exception line, or the traceback's last line when it has none."""
+    last = _strip_prefix(block[-1]).strip()
+    if len(block) > 1 and _EXCEPTION_LINE.match(block[-1]):
+        return last
+    return '%s (no exception line follows the traceback)' % last
 
 
 def diagnose(lines, server_args=None):
@@ -521,20 +900,33 @@ def diagnose(lines, server_args=None):
     Returns (cause, diagnosis, advice, fatal_lines). cause is a signature id, ``unclassified``
     when there is only a traceback nobody recognises, or None when nothing fatal shows.
     The most specific fatal match wins (highest priority, then the earliest line, since the
-    first error usually causes the later ones).
+    first error usually causes the later ones); numbers it lacks come from other lines of the
+    same cause (a warmup's "Initialization failed" line, then its HTTP status).
     """
     lines = _clipped(lines)
-    fatal = [m for m in classify(lines, server_args) if m['fatal']]
+    matches = classify(lines, server_args)
+    fatal = [m for m in matches if m['fatal']]
     if not fatal:
         block = last_traceback(lines)
         if not block:
             return None, None, None, []
-        exception = block[-1]
         return (UNCLASSIFIED,
-                'the server printed a traceback that matches no known signature: %s' % _strip_prefix(exception).strip(),
+                'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
                 'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
                 block)
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
+    diagnosis, advice = best['diagnosis'], best['advice']
+    groups = {}
+    for match in matches:
+        if match['id'] == best['id']:
+            for name, value in match['groups'].items():
+                groups.setdefault(name, value)
+    groups.update(best['groups'])
+    if groups != best['groups']:
+        entry = _BY_ID[best['id']]
+        defaults = dict(entry.get('defaults', {}))
+        defaults.update(sizing_values(server_args))
+        diagnosis, advice = render(entry['diagnosis'], groups, defaults), render(entry['advice'], groups, defaults)
     picked = set(_block_around(lines, best['index']))
     # other fatal lines (the child-died notice, a second rank's error) complete the picture
     for match in fatal:
@@ -543,4 +935,4 @@ def diagnose(lines, server_args=None):
     fatal_lines = [lines[i] for i in ordered]
     if len(fatal_lines) > _MAX_FATAL_LINES:
         fatal_lines = fatal_lines[:10] + ['...'] + fatal_lines[-(_MAX_FATAL_LINES - 11):]
-    return best['id'], best['diagnosis'], best['advice'], fatal_lines
+    return best['id'], diagnosis, advice, fatal_lines

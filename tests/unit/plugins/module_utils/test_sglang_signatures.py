@@ -197,8 +197,13 @@ def test_warnings_drop_copies_from_other_ranks():
      'nccl_distributed_init', 'tensor-parallel', 'sgl-project/sglang#1693'),
     (['[2026-11-29 09:00:10] Received sigquit from a child process. It usually means the child failed.'], 'child_process_died', 'traceback',
      'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (sigquit_handler)'),
+    # inside a capture the illegal access is the root cause, the capture only its context
     (['Exception: Capture cuda graph failed: RuntimeError: CUDA error: an illegal memory access was encountered'],
-     'cuda_graph_capture_failed', 'cuda-graph-max-bs', 'sgl-project/sglang#5029'),
+     'cuda_illegal_memory_access', 'CUDA_LAUNCH_BLOCKING=1', 'sgl-project/sglang#5029'),
+    (['Exception: Capture cuda graph failed: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.'],
+     'cuda_graph_capture_failed', 'cuda-graph-max-bs',
+     'pytorch/pytorch aten/src/ATen/cuda/CUDAGeneratorImpl.cpp (the capture check), wrapped by sgl-project/sglang '
+     'python/sglang/srt/model_executor/cuda_graph_runner.py::CudaGraphRunner.__init__'),
     (['sglang-qwen.service: A process of this unit has been killed by the OOM killer.'], 'host_oom_killed', 'RAM',
      'systemd/systemd src/core/unit.c::unit_check_oom (PID 1 about a unit whose process the kernel OOM-killed)'),
     (['triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 108672, Hardware limit: 101376. '
@@ -348,3 +353,204 @@ def test_illegal_memory_access_while_serving_is_its_own_cause():
     assert cause == 'cuda_illegal_memory_access'
     assert 'CUDA_LAUNCH_BLOCKING=1' in advice and '(DDTREE)' in advice
     assert fatal_lines[-1].endswith('It usually means one child failed.')
+
+
+# --- signatures learnt from the real-failure corpus (fixtures/real_failures, test_real_failures.py) ---
+
+def test_unclassified_quotes_the_exception_not_a_caret_line():
+    # No public source on purpose: invented frames; the ^ lines are how Python 3.11 marks the blamed code
+    lines = ['Traceback (most recent call last):',
+             '  File "/venv/lib/python3.11/site-packages/sglang/srt/speculative/ddtree_worker.py", line 88, in build_tree',
+             '    tree = make_tree(budget)',
+             '           ^^^^^^^^^^^^^^^^^',
+             '[rank0]:   File "/venv/lib/python3.11/site-packages/sglang/srt/speculative/ddtree_tree.py", line 9, in make_tree',
+             '[rank0]:     return Tree(budget)',
+             '[rank0]:            ~~~~^^^^^^^^',
+             'ValueError: ddtree budget must be positive',
+             '',
+             '[rank0]:     ^^^^']
+    cause, diagnosis, _advice, fatal_lines = sig.diagnose(lines)
+    assert cause == sig.UNCLASSIFIED
+    assert diagnosis.endswith('ValueError: ddtree budget must be positive')
+    assert fatal_lines[-1] == 'ValueError: ddtree budget must be positive'
+
+
+def test_unclassified_cut_traceback_quotes_its_last_real_line():
+    # a journal that ends inside a traceback (the unit was killed mid-print): no exception line at all
+    lines = ['Scheduler hit an exception: Traceback (most recent call last):',
+             '  File "/venv/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 1748, in run_scheduler_process',
+             '    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)',
+             '                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',
+             '']
+    cause, diagnosis, _advice, fatal_lines = sig.diagnose(lines)
+    assert cause == sig.UNCLASSIFIED
+    assert 'scheduler = Scheduler(' in diagnosis and 'no exception line' in diagnosis
+    assert '^' not in diagnosis
+    assert fatal_lines[-1].strip().startswith('scheduler = Scheduler(')
+
+
+@pytest.mark.parametrize('line, filler', [
+    ('    ^^^^^^', True), ('', True), ('   ', True), ('[rank1]:     ~~~~^^^^', True), ('(WorkerDict pid=1)    ^^^', True),
+    ('deepseek-v32-exp  |     ^^^^', True), ('[2026-02-26 15:56:59] ERROR:    ~~~^^^', True),
+    ('ValueError: bad (x)', False), ('    main()', False), ('    x = y[0]', False), ('RuntimeError: ^', False),
+])
+def test_caret_and_blank_lines_are_filler(line, filler):
+    assert sig._is_filler(line) is filler  # pylint: disable=protected-access
+
+
+KV_PROFILE = '[2026-11-29 09:00:20 TP0] max_total_tokens=131072 is larger than the profiled value %s. Use the profiled value instead.'
+
+
+def test_kv_profile_negative_is_fatal_with_both_numbers():
+    # sgl-project/sglang python/sglang/srt/mem_cache/kv_cache_configurator.py::_apply_token_constraints
+    args = {'mem_fraction_static': '0.90', 'context_length': '131072', 'tp_size': '8'}
+    cause, diagnosis, advice, _lines = sig.diagnose(START + [KV_PROFILE % '-561981'], args)
+    assert cause == 'kv_profile_too_small'
+    assert '-561981' in diagnosis and '131072' in diagnosis and '0.90' in diagnosis
+    assert '--mem-fraction-static (0.90, try 0.93)' in advice
+    assert '--context-length 131072 (try 32768)' in advice and '--tp-size 8' in advice
+
+
+@pytest.mark.parametrize('profiled', ['400000', '1'])
+def test_kv_profile_positive_is_only_a_warning(profiled):
+    lines = START + [KV_PROFILE % profiled]
+    assert sig.diagnose(lines) == (None, None, None, [])
+    assert [m['fatal'] for m in sig.classify(lines)] == [False]
+    assert sig.warnings(lines) == [], 'not an ignored flag'
+
+
+# sgl-project/sglang python/sglang/srt/managers/scheduler.py (update_running_batch), 0.4.x and 0.5.23 wording
+RETRACT = ['[2026-11-29 10:00:00 TP0] Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.1474 -> 0.1845',
+           '[2026-11-29 10:00:01 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_tokens_gained: 512, '
+           '#new_token_ratio: 0.1845 -> 0.2300']
+
+
+def test_retraction_alone_is_sglang_coping_not_a_failure():
+    assert sig.diagnose(RETRACT) == (None, None, None, [])
+    assert sig.warnings(RETRACT) == []
+
+
+def test_retraction_is_the_cause_when_the_server_dies_with_it():
+    # sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (sigquit_handler)
+    lines = RETRACT + ['[2026-11-29 10:00:05] Received sigquit from a child process. It usually means the child failed.']
+    cause, _diagnosis, advice, fatal_lines = sig.diagnose(lines, {'max_running_requests': '64'})
+    assert cause == 'kv_cache_oom_serving'
+    assert '--max-running-requests (64, try 32)' in advice
+    assert fatal_lines[-1] == lines[-1]
+
+
+def test_decode_out_of_memory_error_takes_its_numbers_from_its_three_lines():
+    # sgl-project/sglang python/sglang/srt/mem_cache/allocation.py (alloc_for_decode): one message, three journal lines
+    lines = ['[2026-11-29 10:00:00 TP0] Decode out of memory. Try to lower your batch size.', 'Try to allocate 168 tokens.',
+             'Available tokens: 3200 (available_size=3200 + evictable_size=0)']
+    cause, diagnosis, _advice, _lines = sig.diagnose(lines)
+    assert cause == 'kv_cache_oom_serving'
+    assert diagnosis == 'the KV cache pool is full while serving: Decode needed 168 tokens and 3200 were free'
+
+
+def _oom_under(*funcs):
+    # frames as Python prints them; the OOM line is torch's (c10/cuda/CUDACachingAllocator.cpp)
+    frames = []
+    for func in funcs:
+        frames += ['  File "/venv/lib/python3.11/site-packages/sglang/srt/x.py", line 1, in %s' % func, '    call()']
+    return ['Traceback (most recent call last):'] + frames + ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.']
+
+
+@pytest.mark.parametrize('funcs, expected', [
+    # sglang function names: managers/tp_worker_overlap_thread.py, managers/scheduler.py, mem_cache/memory_pool.py,
+    # model_executor/model_runner.py, model_executor/cuda_graph_runner.py
+    (('forward_thread_func', 'forward_batch_generation'), 'cuda_oom_serving'),
+    (('run_scheduler_process', 'event_loop_overlap', 'run_batch', 'forward'), 'cuda_oom_serving'),
+    (('initialize', 'init_memory_pool', '__init__', '_create_buffers'), 'cuda_oom_sizing_pools'),
+    (('initialize', 'load_model', 'load_weights'), 'cuda_oom_loading_weights'),
+    # capture runs the model's forward: the start-up frame decides
+    (('init_device_graphs', '__init__', 'capture', 'capture_one_batch_size', 'forward'), 'cuda_oom_graph_capture'),
+    ((), 'cuda_oom_loading_weights'),
+])
+def test_oom_phase_from_the_traceback_frames(funcs, expected):
+    assert sig.diagnose(_oom_under(*funcs))[0] == expected
+
+
+def test_phase_lines_outrank_frames():
+    # a "Load weight end" line means pools are being sized, whatever frames the traceback shows
+    assert sig.diagnose(START + _oom_under('forward_thread_func'))[0] == 'cuda_oom_sizing_pools'
+
+
+def test_a_new_traceback_forgets_the_frames_of_the_last():
+    lines = _oom_under('forward_thread_func')[:-1] + ['ValueError: x'] + _oom_under()
+    assert sig.diagnose(lines)[0] == 'cuda_oom_loading_weights'
+
+
+WARMUP = [
+    # sgl-project/sglang python/sglang/srt/entrypoints/http_server.py::_execute_server_warmup
+    '[2026-11-29 09:02:00] Initialization failed. warmup error: Traceback (most recent call last):',
+    '  File "/venv/lib/python3.11/site-packages/sglang/srt/entrypoints/http_server.py", line 2376, in _execute_server_warmup',
+    '    assert res.status_code == 200, f"{res=}, {res.text=}"',
+    "AssertionError: res=<Response [502]>, res.text=''",
+]
+
+
+def test_warmup_failure_names_the_status_and_the_unit_address():
+    cause, diagnosis, advice, fatal_lines = sig.diagnose(WARMUP, {'host': '0.0.0.0', 'port': '30001'})
+    assert cause == 'warmup_failed'
+    assert 'HTTP 502' in diagnosis and '0.0.0.0:30001' in diagnosis
+    assert 'no_proxy=0.0.0.0,127.0.0.1,localhost' in advice and 'NO_PROXY' in advice
+    assert fatal_lines[0] == WARMUP[0] and fatal_lines[-1] == WARMUP[-1]
+
+
+def test_warmup_through_a_proxy_is_seen_at_its_first_answer():
+    # urllib3 src/urllib3/connectionpool.py::_make_request (debug): an absolute URL in the request line went to a proxy
+    line = '[2026-11-29 09:01:03] http://10.0.0.1:3128 "GET http://127.0.0.1:30000/model_info HTTP/1.1" 403 3582'
+    cause, diagnosis, advice, _lines = sig.diagnose([line])
+    assert cause == 'warmup_failed'
+    assert 'HTTP 403' in diagnosis and 'http://10.0.0.1:3128' in diagnosis
+    assert 'no_proxy=127.0.0.1,localhost' in advice
+    # the server's own access log line of a direct request is no proxy
+    direct = '[2026-11-29 09:01:03] INFO:     127.0.0.1:40112 - "GET /model_info HTTP/1.1" 200 OK'
+    assert sig.diagnose([direct])[0] is None
+
+
+@pytest.mark.parametrize('lines, expected, source', [
+    # a JIT build failing inside the capture, then the parent's notice: the build is the cause
+    (['Exception: Capture cuda graph failed: Ninja build failed. Ninja output:',
+      'Received sigquit from a child process. It usually means the child failed.'],
+     'jit_build_failed', 'flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja, wrapped by cuda_graph_runner.py'),
+    (["FileNotFoundError: [Errno 2] No such file or directory: 'ninja'"], 'jit_build_failed',
+     'python/cpython Lib/subprocess.py (_execute_child) from flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja'),
+    # the disk is the root cause of the failing build
+    (["RuntimeError: Error building extension 'batch_prefill'", "OSError: [Errno 28] No space left on device: '/root/.cache/x.o'"],
+     'disk_full', 'pytorch/pytorch torch/utils/cpp_extension.py::_run_ninja_build; glibc strerror(ENOSPC)'),
+    # the store timeout, then NCCL's error on the rank that gave up: the rendezvous is the cause
+    (['[E socket.cpp:957] [c10d] The client socket has timed out after 60s while trying to connect to (10.0.0.2, 29400).',
+      'torch.distributed.DistNetworkError: The client socket has timed out after 60s while trying to connect to (10.0.0.2, 29400).',
+      'torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:76, unhandled system error'],
+     'distributed_init_timeout', 'pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp)'),
+    (['RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to '
+      'bind to [::]:29500 (errno: 98 - Address already in use).'],
+     'port_in_use', 'pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp (SocketListenOp)'),
+    (['RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() '
+      'that might have already set an error? Error 804: forward compatibility was attempted on non supported HW'],
+     'driver_too_old', 'pytorch/pytorch c10/cuda/CUDAFunctions.cpp (device_count_impl) with cudaGetErrorString'),
+    (["ValueError: Model architectures ['Glm4ForCausalLM'] are not supported for now. Supported architectures: ['LlamaForCausalLM']"],
+     'unsupported_architecture', 'sgl-project/sglang python/sglang/srt/models/registry.py'),
+    (['RuntimeError: Failed to load the tokenizer. If the tokenizer is a custom tokenizer not yet available in the HuggingFace '
+      'transformers library, consider setting `trust_remote_code=True` in LLM or using the `--trust-remote-code` flag in the CLI.'],
+     'trust_remote_code_required', 'sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py'),
+    (['[2026-11-29 09:00:05] Child process unexpectedly failed with an exit code 9. pid=149'], 'child_process_died',
+     'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (0.4.x sigchld_handler)'),
+    (["Message: 'Received sigquit from a child proces. It usually means the child failed.'"], 'child_process_died',
+     'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::sigquit_handler (0.4.x spelling)'),
+])
+def test_cause_over_its_cascade(lines, expected, source):
+    assert source
+    cause, diagnosis, advice, _lines = sig.diagnose(lines)
+    assert cause == expected
+    assert '{' not in diagnosis + advice
+
+
+def test_sigkill_from_outside_is_weaker_than_the_cause_sglang_printed():
+    # docker compose's "exited with code 137" follows SGLang's own SIGKILL of its tree after a failure it printed
+    lines = ['[2026-11-29 09:10:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)',
+             'sglang-1 exited with code 137']
+    assert sig.diagnose(lines)[0] == 'scheduler_watchdog'
+    assert sig.diagnose(lines[1:])[0] == 'host_oom_killed'
