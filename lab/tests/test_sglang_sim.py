@@ -383,3 +383,69 @@ def test_node_rank_above_zero_serves_health_only(sim_env):
     assert code == 0
     assert "Load weight end." in log
     assert "fired up and ready" not in log and "Uvicorn running" not in log
+
+
+# --- the replay fault: a real failure log, as its server printed it ----------------------------
+
+from sglang_sim import replay  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+
+REAL = [
+    "[2025-03-07 21:49:30 TP0] Load weight begin. avail mem=70.10 GB",
+    "Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:03<00:00,  2.50it/s]",
+    "[2025-03-07 21:49:33 TP0] Load weight end.",
+    "[2025-03-07 21:49:43 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+]
+
+
+def test_replay_keeps_order_and_scales_the_gaps_between_timestamps():
+    plan = replay.schedule(REAL, time_scale=0.1)
+    assert [line for _, line in plan] == REAL
+    # 3 s between the first two stamps at 0.1x; the unstamped line follows its predecessor at once
+    assert [round(gap, 2) for gap, _ in plan] == [0.02, 0.02, 0.3, 1.0]
+    # a long silence is capped
+    assert replay.schedule(REAL, time_scale=1.0)[3][0] == replay.MAX_GAP_S
+
+
+def test_replay_prints_the_lines_verbatim_and_exits_or_hangs():
+    class Out:  # pylint: disable=too-few-public-methods
+        text = ""
+
+        def write(self, chunk):
+            Out.text += chunk
+
+        def flush(self):
+            pass
+
+    waits = []
+    assert replay.replay({"lines": REAL}, 1.0, Out(), waits.append) == 1
+    assert Out.text == "\n".join(REAL) + "\n"
+    assert len(waits) == len(REAL)
+    assert replay.replay({"lines": REAL, "end": "hang"}, 1.0, Out(), waits.append) is None
+
+
+def test_replay_refuses_a_file_that_is_no_record(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"lines": []}))
+    with pytest.raises(ValueError, match="non-empty list 'lines'"):
+        replay.load(str(bad))
+    bad.write_text(json.dumps({"lines": ["x"], "end": "later"}))
+    with pytest.raises(ValueError, match="'end' must be exit or hang"):
+        replay.load(str(bad))
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"id": "a", "lines": ["one"]}, {"id": "b", "lines": ["two"]}]))
+    assert replay.load(str(corpus), "b")["lines"] == ["two"]
+    with pytest.raises(ValueError, match="no record with id 'c'"):
+        replay.load(str(corpus), "c")
+
+
+def test_replay_fault_end_to_end(sim_env, tmp_path):
+    env, models = sim_env
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"id": "x-1", "url": "https://example.invalid/1", "lines": REAL}))
+    out = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(record)), argv(models, free_port(), *HEALTHY))
+    assert out.returncode == 1
+    assert out.stderr.endswith("\n".join(REAL) + "\n")
+    assert "SIMULATED replay of a real failure log: x-1 (https://example.invalid/1)" in out.stderr
+    missing = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(tmp_path / "none.json")),
+                          argv(models, free_port(), *HEALTHY))
+    assert missing.returncode == 2 and "sglang_sim: SGLANG_SIM_REPLAY: " in missing.stderr

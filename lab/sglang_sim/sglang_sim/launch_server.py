@@ -4,6 +4,7 @@ Parses the real flags, reads the GPUs from nvidia-smi and the model shapes from 
 replays SGLang's start-up (weights, pools, CUDA graphs, HTTP bind, warm-up) with its log
 wording and the verdict of sglang_sim.memory, then serves SGLang's HTTP API with simulated
 text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE;
+SGLANG_SIM_FAULT=replay prints the real failure log in the file SGLANG_SIM_REPLAY (sglang_sim.replay);
 SGLANG_SIM_GENERATE_S makes every generation take that long. SIGTERM after ready is a graceful
 stop: the listener closes, requests in flight finish, exit 0.
 The API key comes from --api-key or, without it, from SGLANG_API_KEY (as with the DDTree patch set).
@@ -16,13 +17,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import __version__, failures, log, memory
+from . import __version__, failures, log, memory, replay
 from .args import build_parser, server_args_line
 from .hardware import ConfigLoadError, NoDriverError, load_config, read_gpus
 from .http_api import SimState, make_server
 
 FAULTS = ("none", "crash_in_graph_capture", "triton_error_in_graph_capture", "hang_before_bind", "generate_fails", "slow_start",
-          "crash_after_serving")
+          "crash_after_serving", "replay")
 DEFAULT_FAULT_DELAY_S = 5.0
 # seconds per phase at SGLANG_SIM_TIME_SCALE=1: about 3 s to ready, the pool verdict at about 2.1 s
 PHASE_S = {"distributed": 0.2, "target_weights": 1.0, "draft_weights": 0.3, "pools": 0.3, "decode_graph": 0.4,
@@ -360,6 +361,18 @@ def main(argv=None):
         return 2
     signal.signal(signal.SIGTERM, _on_sigterm)
     log.info(f"SIMULATED SGLang server (sglang_sim {__version__}; no GPU, no weights; fault={knobs.fault}, time_scale={knobs.time_scale})")
+    if knobs.fault == "replay":
+        path = os.environ.get("SGLANG_SIM_REPLAY", "")
+        try:
+            record = replay.load(path, os.environ.get("SGLANG_SIM_REPLAY_ID"))
+        except (OSError, ValueError) as exc:
+            sys.stderr.write(f"sglang_sim: SGLANG_SIM_REPLAY: {exc}\n")
+            return 2
+        log.info(f"SIMULATED replay of a real failure log: {record.get('id', '?')} ({record.get('url', 'no url')})")
+        code = replay.replay(record, knobs.time_scale)
+        if code is None:
+            threading.Event().wait()
+        return code
     server = run(args, knobs)
     SERVING["server"] = server
     if knobs.fault == "crash_after_serving":
