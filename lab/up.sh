@@ -24,7 +24,14 @@ for host in $HOSTS; do
   fi
 done
 for host in $HOSTS; do
-  state=$(timeout 60 podman exec "ddtree-lab-$host" systemctl is-system-running --wait 2>/dev/null || true)
+  # podman exec fails outright (no output) while a just-started container is not ready for it yet:
+  # ask again until systemd answers, for at most 60 s
+  state=
+  for _ in $(seq 60); do
+    state=$(timeout 60 podman exec "ddtree-lab-$host" systemctl is-system-running --wait 2>/dev/null || true)
+    [ -n "$state" ] && break
+    sleep 1
+  done
   echo "lab host $host (container ddtree-lab-$host): systemd $state"
   case $state in running|degraded) ;; *) echo "lab host $host did not boot" >&2; exit 1 ;; esac
 done
