@@ -218,7 +218,8 @@ SIGNATURES = (
     {
         'id': 'unsupported_architecture',
         # sgl-project/sglang python/sglang/srt/models/registry.py::_ModelRegistry (vLLM's registry words it the same)
-        'patterns': (r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported for now',),
+        # ("... are not supported for now."; a paste cut inside "now" still names the architectures)
+        'patterns': (r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported\b',),
         'phase': 'starting',
         'fatal': True,
         'priority': 88,
@@ -380,8 +381,9 @@ SIGNATURES = (
     },
     {
         'id': 'triton_error',
-        # older Triton raised OutOfResources as triton.runtime.autotuner.OutOfResources (InternLM/lmdeploy#2451)
-        'patterns': (r'triton\.runtime\.(?:errors|autotuner)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
+        # older Triton raised OutOfResources as triton.runtime.autotuner.OutOfResources (InternLM/lmdeploy#2451);
+        # a kernel that does not compile for this Triton raises triton/compiler/errors.py::CompilationError
+        'patterns': (r'triton\.(?:runtime\.(?:errors|autotuner)|compiler\.errors)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
         'priority': 70,
