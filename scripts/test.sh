@@ -54,9 +54,12 @@ stage_molecule_fleet() { molecule test -s fleet ; }
 stage_molecule_zero_downtime() { molecule test -s zero_downtime ; }
 
 # ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes.
-# A+B runs stages A and B at the same time (each prints its output when it ends): hardening and
-# bad_input wait on their lab host far more than they use the CPU, and assert nothing about time.
-STAGES=(units lab_units lint sanity changelog docs build molecule_default molecule_hardening+molecule_bad_input molecule_fleet molecule_zero_downtime)
+# A+B runs A and B at the same time, A,B one after the other inside such a lane; each lane prints
+# its stages' output when they end. Lanes beside a molecule scenario: its lab hosts wait far more
+# than they use the 2 CPUs. The checks without lab hosts run beside default's converge (none of
+# default's time-bound checks comes before its side effects, minutes later); hardening and
+# bad_input assert nothing about time.
+STAGES=("molecule_default+units,lab_units,lint,sanity,changelog,docs,build" molecule_hardening+molecule_bad_input molecule_fleet molecule_zero_downtime)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
 record() {  # record STAGE RC SECONDS
@@ -65,28 +68,35 @@ record() {  # record STAGE RC SECONDS
   printf '======== %s: %s in %ss\n' "$1" "$result" "$3"
 }
 for stage in "${STAGES[@]}"; do
-  IFS=+ read -r -a parts <<<"$stage"
-  if [ ${#parts[@]} -eq 1 ]; then
+  IFS=+ read -r -a lanes <<<"$stage"
+  if [ "$stage" = "${stage//[+,]/}" ]; then
     printf '\n======== %s\n' "$stage"
     start=$SECONDS
     "stage_$stage"; record "$stage" $? $((SECONDS - start))
     continue
   fi
   logs=$(mktemp -d)
-  declare -A pids=()
-  for part in "${parts[@]}"; do
-    ( start=$SECONDS; "stage_$part" >"$logs/$part.log" 2>&1; rc=$?; echo "$rc $((SECONDS - start))" >"$logs/$part.rc" ) &
-    pids[$part]=$!
+  lane_pids=()
+  for lane in "${lanes[@]}"; do
+    (
+      IFS=, read -r -a parts <<<"$lane"
+      for part in "${parts[@]}"; do
+        start=$SECONDS; "stage_$part" >"$logs/$part.log" 2>&1; echo "$? $((SECONDS - start))" >"$logs/$part.rc"
+      done
+    ) &
+    lane_pids+=($!)
   done
-  for part in "${parts[@]}"; do
-    wait "${pids[$part]}"
-    printf '\n======== %s (beside %s)\n' "$part" "$stage"
-    cat "$logs/$part.log"
-    rc=1; seconds=0
-    [ -s "$logs/$part.rc" ] && read -r rc seconds <"$logs/$part.rc"
-    record "$part" "$rc" "$seconds"
+  for index in "${!lanes[@]}"; do
+    wait "${lane_pids[$index]}"
+    IFS=, read -r -a parts <<<"${lanes[$index]}"
+    for part in "${parts[@]}"; do
+      printf '\n======== %s (lane %s of %s)\n' "$part" "$((index + 1))" "$stage"
+      cat "$logs/$part.log"
+      rc=1; seconds=0
+      [ -s "$logs/$part.rc" ] && read -r rc seconds <"$logs/$part.rc"
+      record "$part" "$rc" "$seconds"
+    done
   done
-  unset pids
   rm -rf "$logs"
 done
 [ $failed -gt 0 ] && echo "failed stages: ${failed_names[*]}"
