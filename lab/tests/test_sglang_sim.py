@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -399,9 +400,9 @@ REAL = [
 
 def test_replay_keeps_order_and_scales_the_gaps_between_timestamps():
     plan = replay.schedule(REAL, time_scale=0.1)
-    assert [line for _, line in plan] == REAL
+    assert [line for _gap, line in plan] == REAL
     # 3 s between the first two stamps at 0.1x; the unstamped line follows its predecessor at once
-    assert [round(gap, 2) for gap, _ in plan] == [0.02, 0.02, 0.3, 1.0]
+    assert [round(gap, 2) for gap, _line in plan] == [0.02, 0.02, 0.3, 1.0]
     # a long silence is capped
     assert replay.schedule(REAL, time_scale=1.0)[3][0] == replay.MAX_GAP_S
 
@@ -449,3 +450,45 @@ def test_replay_fault_end_to_end(sim_env, tmp_path):
     missing = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(tmp_path / "none.json")),
                           argv(models, free_port(), *HEALTHY))
     assert missing.returncode == 2 and "sglang_sim: SGLANG_SIM_REPLAY: " in missing.stderr
+
+
+# --- the simulator's failure wording against real logs ---------------------------------------
+
+from sglang_sim import failures  # noqa: E402  pylint: disable=wrong-import-position,wrong-import-order
+
+CORPUS = os.path.join(os.path.dirname(LAB), "tests", "unit", "plugins", "module_utils", "fixtures", "real_failures")
+
+
+def _wording(line):
+    """A line without its numbers (and their units: torch picks MiB or GiB by size): what the
+    simulator must share with the real line."""
+    return re.sub(r"\d+(?:\.\d+)?(?: [KMG]iB\b)?", "N", line)
+
+
+def _corpus_lines():
+    lines = []
+    for name in sorted(os.listdir(CORPUS)):
+        with open(os.path.join(CORPUS, name), encoding="utf-8") as handle:
+            for record in json.load(handle):
+                lines.extend((record["id"], _wording(line)) for line in record["lines"])
+    return lines
+
+
+# The simulator's exception lines whose failure the corpus of real logs holds, each with a record
+# where a real server printed the same words (numbers aside)
+SIMULATED_AS_REAL = [
+    (failures.triton_out_of_resources(106496, 101376)[1][0], "freetoken-246-rtx2080ti-triton-smem"),
+    (failures.scheduler_crash()[1][0], "slang-6738-capture-illegal-access"),
+    (failures.graph_capture_oom_cause(2.0, 47.99, 0.12, 1.1)[1][0], "mineru-3418-siglip-oom-then-killed"),
+    ("Received sigquit from a child process. It usually means the child failed.", "verl-1611-sglang-rollout-illegal-access"),
+    ("Scheduler hit an exception: Traceback (most recent call last):", "sglang-5491-eagle-flashinfer-illegal-access"),
+    (failures.pool_not_enough_memory(0.88)[1][0].split(" Current value", maxsplit=1)[0], "sglang-4330-eagle-not-enough-memory-084"),
+]
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="the corpus of real failure logs is not in this copy")
+@pytest.mark.parametrize("simulated, record_id", SIMULATED_AS_REAL, ids=[record_id for _line, record_id in SIMULATED_AS_REAL])
+def test_simulated_failure_lines_are_worded_as_real_logs(simulated, record_id):
+    wording = _wording(simulated)
+    assert any(rid == record_id and wording in line for rid, line in _corpus_lines()), (
+        f"{simulated!r} is not worded as in {record_id}")

@@ -1,8 +1,9 @@
 """The SIMULATED server's `replay` fault: a real failure, as a real server printed it.
 
 SGLANG_SIM_FAULT=replay with SGLANG_SIM_REPLAY naming a JSON file that holds one record of the
-collection's corpus of real failure logs (or a corpus file, with SGLANG_SIM_REPLAY_ID naming the record) (tests/unit/plugins/module_utils/fixtures/real_failures:
-``lines`` verbatim from a public issue, ``url`` where they were pasted). The simulator prints the
+collection's corpus of real failure logs (tests/unit/plugins/module_utils/fixtures/real_failures:
+``lines`` verbatim from a public issue, ``url`` where they were pasted), or a corpus file and
+SGLANG_SIM_REPLAY_ID naming the record. The simulator prints the
 lines in their order, on stderr as SGLang logs, with the gaps their own timestamps show (scaled by
 SGLANG_SIM_TIME_SCALE, each gap capped), then exits 1 as the real server did, or hangs when the
 record says ``"end": "hang"``. Nothing is added to or changed in the lines: the journal holds the
@@ -79,4 +80,3 @@ def replay(record, time_scale=1.0, stream=None, sleep=time.sleep):
     if record.get("end", "exit") == "hang":
         return None
     return 1
-
