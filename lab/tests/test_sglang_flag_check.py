@@ -15,6 +15,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -155,11 +156,12 @@ def _run(args, data, cwd, environ_update):
 _ANSWERS = {}
 
 
-def check(python, argv, env=None):
+def check(python, argv, env=None, compute_capability=None):
     # each probe imports torch (2-4 s); tests that ask the same question share the answer
-    key = (python, tuple(argv), tuple(sorted((env or {}).items())))
+    key = (python, tuple(argv), tuple(sorted((env or {}).items())), compute_capability)
     if key not in _ANSWERS:
-        _ANSWERS[key] = fc.run_probe(_run, shutil.which("timeout"), python, argv, environment=env, timeout=120)
+        _ANSWERS[key] = fc.run_probe(_run, shutil.which("timeout"), python, argv, environment=env, timeout=120,
+                                     compute_capability=compute_capability)
     return _ANSWERS[key]
 
 
@@ -230,3 +232,97 @@ def test_patched_still_refuses_a_bad_budget(patched):
     python, env = patched
     answer = check(python, envelope("gpu_a6000_tp2", speculative_ddtree_budget="many"), env)
     assert answer["valid"] is False and "--speculative-ddtree-budget" in answer["error"]
+
+
+# --- start-up checks: real SGLang 0.5.23, the simulator and preflight refuse the same envelopes ---
+# Each row: an envelope of the a6000 group (DFLASH, which upstream has, for DDTREE), whether SGLang
+# refuses it at start-up, where (file and line of the raise in the real 0.5.23 package) and its
+# message. `probe`: the flag check runs that check before the restart; otherwise it cannot here
+# (the check needs the model's config or modules of a GPU build) and the row is held to the real
+# source instead, while preflight (plugins/filter/sglang_validate.py::startup_problems) refuses it.
+
+sys.path.insert(0, os.path.join(LAB, "sglang_sim"))
+from sglang_sim import startup as sim_startup  # noqa: E402  pylint: disable=wrong-import-position
+from sglang_sim.args import build_parser as sim_parser  # noqa: E402  pylint: disable=wrong-import-position
+
+validate = _load("sglang_validate", os.path.join(ROOT, "plugins", "filter", "sglang_validate.py"))
+CONTEXT_MESSAGE = (
+    "Warning: User-specified context_length (524288) is greater than the derived context_length (262144). This may lead to "
+    "incorrect model outputs or CUDA errors. Note that the derived context_length may differ from max_position_embeddings in "
+    "the model's config. To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+PARITY = [
+    # (case, envelope changes, unit environment, refusal: None or (where, exception line, probe runs it))
+    ("the lab envelope", {}, {}, None),
+    ("DFLASH without a drafter", {"speculative_draft_model_path": None}, {},
+     ("srt/arg_groups/speculative_hook.py:325",
+      "ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path.", True)),
+    ("an SSL key without its certificate", {"ssl_keyfile": "/etc/ssl/private/sglang.key"}, {},
+     ("srt/arg_groups/serving_hook.py:51", "ValueError: --ssl-keyfile requires --ssl-certfile to be specified as well.", True)),
+    ("DFLASH over two pipeline stages", {"tp_size": 1, "pp_size": 2}, {},
+     ("srt/arg_groups/speculative_hook.py:320",
+      "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1.", False)),
+    ("flex attention with speculative decoding", {"attention_backend": "flex_attention"}, {},
+     ("srt/arg_groups/attention_hook.py:161",
+      "AssertionError: Speculative decoding is currently not supported with Flex Attention backend", False)),
+    ("a context longer than the model's", {"context_length": 524288}, {},
+     ("srt/configs/model_config.py:1314", "ValueError: " + CONTEXT_MESSAGE, False)),
+    ("a longer context SGLang is told to allow", {"context_length": 524288}, {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}, None),
+]
+
+
+def parity_envelope(changes):
+    with open(os.path.join(ROOT, "inventory", "group_vars", "gpu_a6000_tp2.yml"), encoding="utf-8") as handle:
+        env = dict(yaml.safe_load(handle)["sglang_service_envelope"])
+    env.update(model_path=TARGET, speculative_draft_model_path=DRAFT, speculative_algorithm="DFLASH")
+    for key in DDTREE_KEYS:
+        env.pop(key)
+    env.update(changes)
+    return {key: value for key, value in env.items() if value is not None}
+
+
+def _source_lines(sglang_python, where, before=8):
+    path, line = where.rsplit(":", 1)
+    with open(os.path.join(_site_packages(sglang_python), "sglang", path), encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    return "\n".join(lines[int(line) - 1 - before:int(line) + 3])
+
+
+def _quoted_parts(text):
+    """The string literals of a stretch of source, joined as Python joins adjacent ones."""
+    return "".join(re.findall(r'f?"((?:[^"\\\\]|\\\\.)*)"', text))
+
+
+@pytest.mark.parametrize("case, changes, unit_env, refusal", PARITY, ids=[row[0] for row in PARITY])
+def test_sglang_the_simulator_and_preflight_refuse_the_same_envelopes(sglang_python, case, changes, unit_env, refusal):
+    env = parity_envelope(changes)
+    argv = flags.sglang_argv(env) + ["--host", "127.0.0.1", "--port", "30000"]
+
+    # real SGLang 0.5.23: the flag check's probe, for the H200's platform
+    answer = check(sglang_python, argv, unit_env, compute_capability="9.0")
+    if refusal is not None and refusal[2]:
+        where, line, dummy = refusal
+        assert answer["valid"] is False and answer["error"] == line.split(": ", 1)[1], answer
+        assert answer["error_check"].endswith("(sglang/%s)" % where), answer["error_check"]
+    else:
+        assert answer["valid"] is True, answer
+    if refusal is not None and not refusal[2]:
+        # the probe cannot run this check here; the refusal is SGLang's own, at the line named
+        source = _source_lines(sglang_python, refusal[0], before=20)
+        exception, text = refusal[1].split(": ", 1)
+        assert ("raise %s(" % exception if exception != "AssertionError" else "assert ") in source
+        literal = _quoted_parts(source).replace("{context_length}", "524288").replace("{derived_context_len}", "262144")
+        literal = literal.replace("{reason}", "User-specified").replace("{msg}", "")
+        # the context message is built in two steps (msg, then the raise adds the last sentence)
+        for piece in text.split(" To allow ") if text == CONTEXT_MESSAGE else [text]:
+            assert piece.replace("overriding this maximum", " To allow overriding this maximum") in literal, (piece, source)
+
+    # the simulator
+    with open(os.path.join(TARGET, "config.json"), encoding="utf-8") as handle:
+        target_cfg = json.load(handle)
+    refused = sim_startup.refusal(sim_parser().parse_args(argv), target_cfg, unit_env)
+    assert (refused and refused[1]) == (refusal and refusal[1])
+
+    # preflight: the mirror of what the probe cannot run here
+    problems = validate.startup_problems({"sglang_service_envelope": env, "sglang_service_environment": unit_env},
+                                         {"models": {TARGET: {"isdir": True, "config": target_cfg}}})
+    assert len(problems) == (1 if refusal is not None else 0), problems

@@ -492,3 +492,16 @@ def test_simulated_failure_lines_are_worded_as_real_logs(simulated, record_id):
     wording = _wording(simulated)
     assert any(rid == record_id and wording in line for rid, line in _corpus_lines()), (
         f"{simulated!r} is not worded as in {record_id}")
+
+
+def test_a_start_up_check_sglang_makes_stops_the_simulator_too(sim_env):
+    # SGLang's resolve_once raises in the launcher before any scheduler: a traceback, exit 1
+    env, models = sim_env
+    done = run_to_exit(env, argv(models, free_port(), *HEALTHY, "--context-length", "524288"))
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ValueError: Warning: User-specified context_length (524288) is greater than the derived context_length (262144). This may "
+        "lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from "
+        "max_position_embeddings in the model's config. To allow overriding this maximum, set the env var "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    assert "Load weight begin" not in done.stderr

@@ -295,13 +295,20 @@ def host_problems(v, hostname, host, check_python):
         return [host.get('gpus_error') or 'the GPUs could not be read']
     count = gpus['count']
     if isinstance(envelope, dict):
-        tp, dp = envelope.get('tp_size', 1), envelope.get('dp_size', 1)
-        needed = _int(tp * dp) if _is_int(tp) and _is_int(dp) else None
+        tp, dp, pp = envelope.get('tp_size', 1), envelope.get('dp_size', 1), envelope.get('pp_size', 1)
+        # SGLang places tp_size x pp_size ranks per data-parallel replica; with dp attention the
+        # replicas share the tensor-parallel ranks (dp_size divides tp_size)
+        replicas = 1 if envelope.get('enable_dp_attention') else dp
+        needed = _int(tp * pp * replicas) if _is_int(tp) and _is_int(dp) and _is_int(pp) else None
         if needed is not None and needed > 0 and not (needed <= count and count % needed == 0):
+            asked = 'tp_size=%s x dp_size=%s' % (tp, dp) if pp == 1 else 'tp_size=%s x pp_size=%s x dp_size=%s' % (tp, pp, dp)
+            if envelope.get('enable_dp_attention'):
+                asked += ' (dp attention: the replicas share the tensor-parallel GPUs)'
             problems.append(
-                'sglang_service_envelope asks for tp_size=%s x dp_size=%s GPUs; %s has %d (%s). Allowed: tp_size x dp_size dividing '
-                'the host\'s GPU count (%s).' % (tp, dp, hostname, count, ', '.join(gpus['gpu_classes']),
-                                                 ', '.join(str(n) for n in range(1, count + 1) if count % n == 0)))
+                'sglang_service_envelope asks for %s GPUs; %s has %d (%s). Allowed: tp_size x dp_size dividing '
+                'the host\'s GPU count (%s), times pp_size when it is set, dp_size not counted with enable_dp_attention.'
+                % (asked, hostname, count, ', '.join(gpus['gpu_classes']),
+                   ', '.join(str(n) for n in range(1, count + 1) if count % n == 0)))
     gpu_class = v['sglang_service_gpu_class']
     if isinstance(gpu_class, dict) and gpu_class and not (
             count == gpu_class.get('count') and gpu_class.get('name') in gpus['gpu_classes'] and len(gpus['gpu_classes']) == 1):
@@ -327,6 +334,67 @@ def host_problems(v, hostname, host, check_python):
     return problems
 
 
+# sglang/srt/utils/hf_transformers/common.py (SGLang 0.5.23): the keys get_context_length reads, in order
+CONTEXT_LENGTH_KEYS = ('max_sequence_length', 'seq_length', 'max_seq_len', 'model_max_length', 'max_position_embeddings')
+ALLOW_LONGER_CONTEXT = 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN'
+
+
+def derived_context_length(config):
+    """SGLang 0.5.23's get_context_length (sglang/srt/utils/hf_transformers/common.py) of a config.json:
+    the first of CONTEXT_LENGTH_KEYS, times the rope scaling factor unless the scaling keeps the original
+    length; 2048 when the config has none. A multimodal config is read through its text_config."""
+    text = config.get('text_config') or config
+    rope = text.get('rope_scaling') or {}
+    factor = rope.get('factor', 1) if rope else 1
+    if 'original_max_position_embeddings' in rope or rope.get('rope_type') == 'llama3':
+        factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        if text.get(key) is not None:
+            return int(factor * text[key])
+    return 2048
+
+
+def startup_problems(v, host):
+    """SGLang's start-up checks that the flag check cannot run before the restart (they need the model's
+    config, or modules only a GPU build has), mirrored; each cites the SGLang 0.5.23 function it mirrors.
+    docs/preflight-parity.md has the table; lab/tests/test_startup_parity.py holds them to SGLang's source."""
+    envelope = v['sglang_service_envelope']
+    if not isinstance(envelope, dict):
+        return []
+    problems = []
+    algorithm = str(envelope.get('speculative_algorithm') or '').upper()
+    # sglang/srt/arg_groups/speculative_hook.py::_handle_dflash
+    if algorithm == 'DFLASH' and envelope.get('pp_size', 1) != 1:
+        problems.append('sglang_service_envelope.pp_size is %s with speculative_algorithm DFLASH; SGLang refuses it at start-up '
+                        '("Currently DFLASH speculative decoding only supports pp_size == 1", speculative_hook._handle_dflash). '
+                        'Allowed: pp_size 1 (or leave it out) with DFLASH.' % _json(envelope.get('pp_size')))
+    if algorithm == 'DFLASH' and not envelope.get('speculative_draft_model_path'):
+        problems.append('sglang_service_envelope has speculative_algorithm DFLASH without speculative_draft_model_path; SGLang refuses '
+                        'it at start-up (speculative_hook._handle_dflash). Allowed: the absolute path of the drafter\'s directory.')
+    # sglang/srt/arg_groups/attention_hook.py::handle_attention_backend_compatibility
+    if envelope.get('attention_backend') == 'flex_attention' and algorithm:
+        problems.append('sglang_service_envelope.attention_backend flex_attention does not take speculative decoding (%s); SGLang '
+                        'refuses it at start-up (attention_hook.handle_attention_backend_compatibility). Allowed: another '
+                        'attention_backend, or no speculative_algorithm.' % algorithm)
+    # sglang/srt/arg_groups/serving_hook.py::handle_ssl_validation
+    if envelope.get('ssl_keyfile') and not envelope.get('ssl_certfile'):
+        problems.append('sglang_service_envelope.ssl_keyfile needs ssl_certfile too; SGLang refuses a key without its certificate '
+                        'at start-up (serving_hook.handle_ssl_validation).')
+    # sglang/srt/configs/model_config.py::ModelConfig._derive_context_length
+    context = envelope.get('context_length')
+    config = ((host or {}).get('models', {}).get(envelope.get('model_path'), {}) or {}).get('config')
+    allowed = str(v['sglang_service_environment'].get(ALLOW_LONGER_CONTEXT, '')).strip().lower() in ('1', 'true', 'yes', 'on')
+    if _is_int(context) and isinstance(config, dict) and not allowed:
+        derived = derived_context_length(config)
+        if context > derived:
+            problems.append(
+                'sglang_service_envelope.context_length %d is more than the model\'s context length %d (%s\'s config.json); SGLang '
+                'refuses it at start-up (model_config.ModelConfig._derive_context_length). Allowed: 1-%d, or set %s: "1" in '
+                'sglang_service_environment to let SGLang run past the model\'s length.'
+                % (context, derived, envelope.get('model_path'), derived, ALLOW_LONGER_CONTEXT))
+    return problems
+
+
 def sglang_service_problems(values, host, hostname, group_names, groups, check_python=True):
     """Every problem of the service role's variables and of the host's fit, as messages; [] when none.
 
@@ -341,7 +409,7 @@ def sglang_service_problems(values, host, hostname, group_names, groups, check_p
     # the sandbox plan after the host's fit (as the checks ran before they were one filter): a model
     # directory that is not there is named even when the sandbox would also hide it
     fit = [] if host is None else host_problems(values, hostname, host, check_python)
-    return fit + hardening_problems(values)
+    return fit + startup_problems(values, host) + hardening_problems(values)
 
 
 class FilterModule(object):

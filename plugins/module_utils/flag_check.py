@@ -139,6 +139,8 @@ def build_message(result, release):
         what = 'does not know %s and refuses %s' % (', '.join(unknown), refused or 'the flags')
     elif refused:
         what = 'refuses %s' % refused
+    elif result.get('error_check'):
+        what = 'refuses the flags at start-up, in %s' % result['error_check']
     else:
         what = 'refuses the flags'
     msg = '%s %s: %s' % (who, what, error or 'unrecognized arguments')
@@ -152,7 +154,8 @@ def probe_command(timeout_bin, python, timeout):
     return probe_argv(python, flag_probe, timeout_bin=timeout_bin, timeout=timeout)
 
 
-def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180):
+def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180,
+              compute_capability=None):
     """Run the probe with `python`; return its answer (dict) with secret values scrubbed.
 
     `run(args, data, cwd, environ_update)` runs a command and returns (rc, stdout, stderr), as
@@ -161,10 +164,12 @@ def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', e
     """
     secrets = secret_values(argv)
     # the module scrubs the answer; the probe never sees which values are secret
-    request = json.dumps({'argv': list(argv), 'module': module})
+    request = json.dumps({'argv': list(argv), 'module': module, 'compute_capability': compute_capability})
     env = dict((str(k), str(v)) for k, v in (environment or {}).items())
-    # a check must not write into the release it checks
+    # a check must not write into the release it checks, nor fetch a model's config from a hub
     env['PYTHONDONTWRITEBYTECODE'] = '1'
+    env['HF_HUB_OFFLINE'] = '1'
+    env['TRANSFORMERS_OFFLINE'] = '1'
     workdir = tempfile.mkdtemp(prefix='sglang-flag-check-')
     try:
         rc, stdout, stderr = run(probe_command(timeout_bin, python, timeout), request, workdir, env)

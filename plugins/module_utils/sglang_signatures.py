@@ -571,6 +571,26 @@ SIGNATURES = (
         'defaults': {'exit_code': 'not printed'},
     },
     {
+        'id': 'startup_check_refused',
+        # SGLang 0.5.23's ServerArgs.resolve_once() raises in one of its steps (sglang/srt/arg_groups/*_hook.py, or
+        # ModelConfig._derive_context_length for a context past the model's): the innermost frame names the check,
+        # the exception line after it says why (merged in as {reason})
+        'patterns': (
+            r'sglang/srt/(?P<file>arg_groups/(?!pipeline\.py|resolution_hooks\.py)\w+\.py|configs/model_config\.py)", '
+            r'line (?P<line>\d+), in (?P<func>\w+)',
+            {'re': r'(?:^|\s)(?:ValueError|AssertionError|NotImplementedError): (?P<reason>.+)$', 'fatal': False},
+        ),
+        'phase': 'starting',
+        'fatal': True,
+        'priority': 30,  # below every specific cause: the frames of a model load pass model_config.py too
+        'diagnosis': 'SGLang refused its flags at start-up in {func} (sglang/srt/{file}:{line}): {reason}',
+        'advice': 'SGLang says: {reason} Change what it names in the host group\'s sglang_service_envelope (or the unit\'s '
+                  'environment it names). The flag check runs this check before a restart where the release can import '
+                  'it (its checks_skipped lists those it could not); preflight mirrors the ones that need the model '
+                  '(docs/preflight-parity.md).',
+        'defaults': {'reason': 'see the exception line', 'func': 'a start-up check', 'file': 'arg_groups', 'line': '?'},
+    },
+    {
         'id': 'flag_ignored',
         'patterns': (r'(?P<flag>\w+) is ignored (?:for|because|when|since) (?P<reason>.*)$',),
         'phase': 'starting',
@@ -930,9 +950,11 @@ def diagnose(lines, server_args=None):
         defaults.update(sizing_values(server_args))
         diagnosis, advice = render(entry['diagnosis'], groups, defaults), render(entry['advice'], groups, defaults)
     picked = set(_block_around(lines, best['index']))
-    # other fatal lines (the child-died notice, a second rank's error) complete the picture
-    for match in fatal:
-        picked.add(match['index'])
+    # other fatal lines (the child-died notice, a second rank's error) complete the picture, and so do
+    # the later lines of the same cause (the exception line after the frame that names the check)
+    for match in matches:
+        if match['fatal'] or (match['id'] == best['id'] and match['index'] > best['index']):
+            picked.add(match['index'])
     ordered = sorted(picked)
     fatal_lines = [lines[i] for i in ordered]
     if len(fatal_lines) > _MAX_FATAL_LINES:

@@ -25,11 +25,23 @@ description:
   - Then, without a GPU, the probe resolves C(--speculative-algorithm) with
     C(SpeculativeAlgorithm.from_string), the lookup SGLang's start-up does, so a name the build
     neither has built in nor registers (C(DDTREE) without the DDTree patch) is refused too.
-  - Not run is SGLang's resolution pipeline C(ServerArgs.resolve_once()), which in SGLang 0.5.23
-    holds what C(ServerArgs.__post_init__) did in older releases (defaults from GPU memory, the
-    model's config read through C(transformers), attention backends, memory-pool and speculative
-    consistency checks), which needs the host's GPUs and the model. Its errors still show at
-    start-up, where the verdict (M(ddtree.sglang.sglang_health)) names them.
+  - Then the probe runs those steps of SGLang's resolution pipeline (C(ServerArgs.resolve_once()),
+    which in SGLang 0.5.23 holds what C(ServerArgs.__post_init__) did in older releases) that read
+    only the flags and the platform, in the pipeline's order, for the host's GPUs
+    (O(compute_capability)). They are SGLang's own functions of C(sglang/srt/arg_groups/)
+    C(validate_prefill_decode_interval), C(validate_response_store),
+    C(validate_sampling_mask_max_tokens), C(handle_hardware_runtime_validation),
+    C(handle_ssl_validation), C(handle_pd_disaggregation), C(handle_mamba_backend),
+    C(handle_hicache), C(handle_speculative_decoding) and C(handle_other_validations). A
+    C(ValueError), C(AssertionError) or C(NotImplementedError) raised in SGLang's argument code
+    refuses the flags with SGLang's message and RV(error_check) naming the function, file and line.
+    A step that cannot run in the release (a module it imports is missing, it needs the model's
+    config) is listed in RV(checks_skipped) with the reason. The probe runs with
+    C(HF_HUB_OFFLINE=1), so no step fetches a config from a hub.
+  - The rest of the pipeline is not run, since it reads the model's config through C(transformers) and
+    sizes the pools from the GPUs' free memory, which the running service holds. The role's
+    preflight mirrors the checks of it that an envelope reaches (docs/preflight-parity.md), and the
+    verdict (M(ddtree.sglang.sglang_health)) names what is left at start-up.
   - For an older SGLang whose C(ServerArgs) resolves while it is built (no C(resolve_once)),
     the probe only parses the flags with the parser and does not build the record; the result's
     RV(checks) and RV(checks_skipped) say what ran.
@@ -83,6 +95,11 @@ options:
         no SGLang) fails either way.
     type: bool
     default: true
+  compute_capability:
+    description:
+      - Compute capability of the host's GPUs (C(nvidia-smi)'s C(compute_cap), such as C("9.0")), the
+        platform SGLang's start-up checks are run for. Without it those checks are skipped.
+    type: str
 notes:
   - The probe writes no byte code into the release (C(PYTHONDONTWRITEBYTECODE=1)) and runs in a
     fresh private temporary directory, so the release's files are not changed.
@@ -149,6 +166,11 @@ error_flag:
   returned: always
   type: str
   sample: --speculative-algorithm
+error_check:
+  description: The SGLang start-up check that refused, as C(module.function (path:line)); null otherwise.
+  returned: always
+  type: str
+  sample: speculative_hook.handle_speculative_decoding (sglang/srt/arg_groups/speculative_hook.py:325)
 sglang_warnings:
   description:
     - WARNING (and higher) log records and C(warnings.warn) messages SGLang emitted while parsing,
@@ -213,6 +235,7 @@ def main():
             env=dict(type='dict', default={}, no_log=True),
             timeout=dict(type='int', default=180),
             fail_on_invalid=dict(type='bool', default=True),
+            compute_capability=dict(type='str'),
         ),
         supports_check_mode=True,
         # the argv may hold an API key: keep "Invoked with ..." out of the host's journal
@@ -240,7 +263,8 @@ def main():
                                   expand_user_and_vars=False)
 
     try:
-        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], module.params['env'], module.params['timeout'])
+        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], module.params['env'], module.params['timeout'],
+                           module.params['compute_capability'])
     except ProbeError as exc:
         module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release_of(python), exc),
                          release_path=release_of(python), **base)
@@ -258,6 +282,7 @@ def main():
         unknown_flags=answer.get('unknown_flags') or [],
         error=answer.get('error'),
         error_flag=answer.get('error_flag') or error_flag_of(answer.get('error')),
+        error_check=answer.get('error_check'),
         sglang_warnings=warnings,
         sglang_version=answer.get('sglang_version'),
         server_args=answer.get('server_args') or {},

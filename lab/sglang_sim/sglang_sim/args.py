@@ -32,6 +32,8 @@ def _server_args(parser):
     parser.add_argument("--host", type=str, default="127.0.0.1", help="The host of the HTTP server.")
     parser.add_argument("--port", type=int, default=30000, help="The port of the HTTP server.")
     parser.add_argument("--api-key", type=str, default=None, help="Set API key of the server. It is also used in the OpenAI API compatible server.")
+    parser.add_argument("--ssl-keyfile", type=str, default=None, help="The file path to the SSL key file.")
+    parser.add_argument("--ssl-certfile", type=str, default=None, help="The file path to the SSL cert file.")
     parser.add_argument("--log-level", type=str, default="info", choices=LOG_LEVELS, help="The logging level of all loggers.")
     parser.add_argument("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
     parser.add_argument("--watchdog-timeout", type=float, default=300,
@@ -56,6 +58,7 @@ def _memory_args(parser):
 
 def _parallel_args(parser):
     parser.add_argument("--tp-size", "--tensor-parallel-size", "--tp", dest="tp_size", type=int, default=1, help="The tensor parallelism size.")
+    parser.add_argument("--pp-size", "--pipeline-parallel-size", "--pp", dest="pp_size", type=int, default=1, help="The pipeline parallelism size.")
     parser.add_argument("--dp-size", "--data-parallel-size", "--dp", dest="dp_size", type=int, default=1, help="The data parallelism size.")
     parser.add_argument("--nnodes", type=int, default=1, help="The number of nodes.")
     parser.add_argument("--node-rank", type=int, default=0, help="The node rank.")

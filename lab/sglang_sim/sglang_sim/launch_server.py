@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import __version__, failures, log, memory, replay
+from . import __version__, failures, log, memory, replay, startup
 from .args import build_parser, server_args_line
 from .hardware import ConfigLoadError, NoDriverError, load_config, read_gpus
 from .http_api import SimState, make_server
@@ -302,6 +302,10 @@ def run(args, knobs):
         cfgs = _load_configs(args)
     except ConfigLoadError as exc:
         _die_uncaught(failures.config_load(str(exc)))
+    refused = startup.refusal(args, cfgs[0], os.environ)
+    if refused is not None:
+        # ServerArgs.resolve_once() raises in the launcher's own process, before any scheduler
+        _die_uncaught((startup.traceback_frames(refused[0]), [refused[1]]))
     try:
         gpus = read_gpus()
     except NoDriverError:

@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import sys
+import traceback
 import warnings
 
 MARK = "DDTREE_SGLANG_FLAG_CHECK "
@@ -28,6 +29,26 @@ SUMMARY = ("model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "
            "context_length", "max_running_requests", "speculative_algorithm", "speculative_draft_model_path",
            "speculative_num_steps", "speculative_num_draft_tokens", "host", "port")
 QUIET_CATEGORIES = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
+# SGLang 0.5.23's start-up checks that read only the parsed flags and the platform: steps of
+# ServerArgs.resolve_once() (sglang/srt/arg_groups/pipeline.py::run_resolution_pipeline), in the
+# pipeline's order. The pipeline as a whole cannot run here: it imports the model's config through
+# transformers and sizes pools from the GPUs' free memory, which the running service holds. A step
+# that cannot run here (an import the release lacks, the model's config) is skipped and named.
+STARTUP_STEPS = (
+    ("sglang.srt.arg_groups.validation_hook", "validate_prefill_decode_interval"),
+    ("sglang.srt.arg_groups.validation_hook", "validate_response_store"),
+    ("sglang.srt.arg_groups.validation_hook", "validate_sampling_mask_max_tokens"),
+    ("sglang.srt.arg_groups.platform_hook", "handle_hardware_runtime_validation"),
+    ("sglang.srt.arg_groups.serving_hook", "handle_ssl_validation"),
+    ("sglang.srt.arg_groups.pd_disaggregation_hook", "handle_pd_disaggregation"),
+    ("sglang.srt.arg_groups.mamba_hook", "handle_mamba_backend"),
+    ("sglang.srt.arg_groups.hicache_hook", "handle_hicache"),
+    ("sglang.srt.arg_groups.speculative_hook", "handle_speculative_decoding"),
+    ("sglang.srt.arg_groups.serving_hook", "handle_other_validations"),
+)
+# how SGLang's checks refuse; raised in its own argument code, anything else is "could not run here"
+REFUSALS = (ValueError, AssertionError, NotImplementedError)
+CHECK_FILES = ("sglang/srt/arg_groups/", "sglang/srt/server_args.py")
 
 
 class ParserRefused(Exception):
@@ -97,6 +118,64 @@ def quietly(function, *args):
         return function(*args)
 
 
+def refusing_frame(exc):
+    """Where SGLang's own argument code refused (path:line from sglang/), or None when the error
+    is not one of its checks (a missing module, a GPU call, the model's files)."""
+    if not isinstance(exc, REFUSALS):
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    path = frames[-1].filename.replace(os.sep, "/")
+    for marker in CHECK_FILES:
+        at = path.rfind(marker)
+        if at >= 0:
+            return "%s:%d" % (path[at:], frames[-1].lineno)
+    return None
+
+
+def platform_facts(compute_capability):
+    """The facts SGLang's platform context reads, for the host's NVIDIA GPUs (compute capability
+    "9.0"): the probe's own torch may lack CUDA (the lab's stand-in) while the host's GPUs have it."""
+    major, minor = (int(part) for part in compute_capability.split(".", 1))
+    return {"is_cuda": True, "device_capability": (major, minor), "device_sm": major * 10 + minor}
+
+
+def startup_checks(server_args, request, result):
+    """Run STARTUP_STEPS on the record; a refusal stops at the first, as SGLang's start-up does."""
+    compute_capability = request.get("compute_capability")
+    if not compute_capability:
+        result["checks_skipped"].append("startup: the host's GPU compute capability is unknown")
+        return
+    try:
+        runtime = quietly(importlib.import_module, "sglang.srt.runtime_context")
+        scope = runtime.override_platform(**platform_facts(compute_capability))
+    except Exception as exc:
+        result["checks_skipped"].append("startup: no platform override in this SGLang: %s: %s" % (type(exc).__name__, clean(exc)))
+        return
+    if getattr(server_args, "device", None) is None:
+        # what handle_missing_default_values sets through get_device() on a host with NVIDIA GPUs
+        server_args.device = "cuda"
+    with scope:
+        for module_name, function_name in STARTUP_STEPS:
+            try:
+                step = getattr(quietly(importlib.import_module, module_name), function_name)
+            except Exception as exc:
+                result["checks_skipped"].append("startup %s: %s: %s" % (function_name, type(exc).__name__, clean(exc)))
+                continue
+            try:
+                step(server_args)
+            except Exception as exc:
+                where = refusing_frame(exc)
+                if where is None:
+                    result["checks_skipped"].append("startup %s: %s: %s" % (function_name, type(exc).__name__, clean(exc)))
+                    continue
+                result["error"] = clean(exc) or type(exc).__name__
+                result["error_check"] = "%s.%s (%s)" % (module_name.rsplit(".", 1)[-1], function_name, where)
+                return
+            result["checks"].append("startup " + function_name)
+
+
 def probe(request, result, target):
     argv = list(request["argv"])
     server_args_class = getattr(target, "ServerArgs", None)
@@ -128,6 +207,7 @@ def probe(request, result, target):
     argparse.ArgumentParser.error = error
     argparse.ArgumentParser.exit = parser_exit
     resolves_later = hasattr(server_args_class, "resolve_once") and prepare is not None
+    server_args = None
     try:
         try:
             from sglang.srt.plugins import load_plugins
@@ -137,7 +217,7 @@ def probe(request, result, target):
             load_plugins()
         result["checks"].append("argparse")
         if resolves_later:
-            prepare(argv)
+            server_args = prepare(argv)
             result["checks"].append("server_args")
         else:
             parser = argparse.ArgumentParser(prog="sglang serve")
@@ -181,6 +261,8 @@ def probe(request, result, target):
                     result["error"] = clean(exc) or type(exc).__name__
                     result["error_flag"] = "--speculative-algorithm"
                     result["error_value"] = algorithm
+    if result["error"] is None and server_args is not None and not result["unknown_flags"]:
+        startup_checks(server_args, request, result)
     result["valid"] = result["error"] is None and not result["unknown_flags"]
 
 
@@ -190,7 +272,7 @@ def main():
     # whatever SGLang prints goes to stderr; stdout carries only the answer
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    result = {"valid": False, "unknown_flags": [], "error": None, "error_flag": None, "error_value": None,
+    result = {"valid": False, "unknown_flags": [], "error": None, "error_flag": None, "error_value": None, "error_check": None,
               "warnings": [], "sglang_version": None, "server_args": {}, "checks": [], "checks_skipped": [],
               "prefix": sys.prefix, "probe_error": None}
     result["sglang_version"] = sglang_version()

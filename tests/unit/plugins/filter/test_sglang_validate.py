@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from ansible_collections.ddtree.sglang.plugins.filter.sglang_validate import sglang_service_problems
+from ansible_collections.ddtree.sglang.plugins.filter.sglang_validate import derived_context_length, sglang_service_problems
 
 ENVELOPE = {'model_path': '/srv/models/Qwen3.6-27B', 'served_model_name': 'Qwen3.6-27B', 'tp_size': 2,
             'mem_fraction_static': 0.85, 'context_length': 32768,
@@ -205,3 +205,70 @@ def test_a_port_held_by_another_process_is_refused():
 def test_unreadable_gpus_are_the_problem():
     host = dict(HOST, gpus=None, gpus_error='nvidia-smi not found on this host')
     assert problems(host=host) == ['nvidia-smi not found on this host']
+
+
+MODEL_CONFIG = {'architectures': ['Qwen3NextForCausalLM'], 'max_position_embeddings': 262144}
+
+
+def with_model_config(config):
+    host = copy.deepcopy(HOST)
+    host['models']['/srv/models/Qwen3.6-27B']['config'] = config
+    return host
+
+
+def test_a_context_longer_than_the_model_is_refused_as_sglang_does():
+    assert one(problems(host=with_model_config(MODEL_CONFIG), sglang_service_envelope=envelope(context_length=524288))) == (
+        'sglang_service_envelope.context_length 524288 is more than the model\'s context length 262144 (/srv/models/Qwen3.6-27B\'s '
+        'config.json); SGLang refuses it at start-up (model_config.ModelConfig._derive_context_length). Allowed: 1-262144, or set '
+        'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: "1" in sglang_service_environment to let SGLang run past the model\'s length.')
+
+
+def test_sglangs_own_switch_lets_a_longer_context_pass():
+    assert problems(host=with_model_config(MODEL_CONFIG), sglang_service_envelope=envelope(context_length=524288),
+                    sglang_service_environment={'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN': '1'}) == []
+    assert problems(host=with_model_config(MODEL_CONFIG), sglang_service_envelope=envelope(context_length=262144)) == []
+
+
+@pytest.mark.parametrize('config, derived', [
+    ({'max_position_embeddings': 32768, 'rope_scaling': {'factor': 4.0, 'rope_type': 'yarn'}}, 131072),
+    ({'max_position_embeddings': 32768, 'rope_scaling': {'factor': 4.0, 'original_max_position_embeddings': 8192}}, 32768),
+    ({'max_position_embeddings': 131072, 'rope_scaling': {'factor': 8.0, 'rope_type': 'llama3'}}, 131072),
+    ({'seq_length': 4096, 'max_position_embeddings': 8192}, 4096),
+    ({'text_config': {'max_position_embeddings': 65536}}, 65536),
+    ({}, 2048),
+])
+def test_the_models_context_length_is_derived_as_sglang_derives_it(config, derived):
+    assert derived_context_length(config) == derived
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'speculative_algorithm': 'DFLASH', 'tp_size': 1, 'pp_size': 2},
+     'sglang_service_envelope.pp_size is 2 with speculative_algorithm DFLASH; SGLang refuses it at start-up ("Currently DFLASH '
+     'speculative decoding only supports pp_size == 1", speculative_hook._handle_dflash). Allowed: pp_size 1 (or leave it out) '
+     'with DFLASH.'),
+    ({'speculative_algorithm': 'DFLASH', 'speculative_draft_model_path': None},
+     'sglang_service_envelope has speculative_algorithm DFLASH without speculative_draft_model_path; SGLang refuses it at '
+     'start-up (speculative_hook._handle_dflash). Allowed: the absolute path of the drafter\'s directory.'),
+    ({'speculative_algorithm': 'DDTREE', 'attention_backend': 'flex_attention'},
+     'sglang_service_envelope.attention_backend flex_attention does not take speculative decoding (DDTREE); SGLang refuses it at '
+     'start-up (attention_hook.handle_attention_backend_compatibility). Allowed: another attention_backend, or no '
+     'speculative_algorithm.'),
+    ({'ssl_keyfile': '/etc/ssl/private/sglang.key'},
+     'sglang_service_envelope.ssl_keyfile needs ssl_certfile too; SGLang refuses a key without its certificate at start-up '
+     '(serving_hook.handle_ssl_validation).'),
+])
+def test_sglangs_start_up_refusals_are_refused_before_the_restart(changes, message):
+    env = envelope(**changes)
+    if env.get('speculative_draft_model_path') is None:
+        env.pop('speculative_draft_model_path')
+    assert one(problems(sglang_service_envelope=env)) == message
+
+
+@pytest.mark.parametrize('changes, refused', [
+    ({'tp_size': 2, 'pp_size': 2}, True),
+    ({'tp_size': 1, 'pp_size': 2}, False),
+    ({'tp_size': 2, 'dp_size': 2, 'enable_dp_attention': True}, False),
+    ({'tp_size': 2, 'dp_size': 2}, True),
+])
+def test_pipeline_stages_count_and_dp_attention_shares_the_gpus(changes, refused):
+    assert bool(problems(sglang_service_envelope=envelope(**changes))) is refused

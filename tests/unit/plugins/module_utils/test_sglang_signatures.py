@@ -554,3 +554,35 @@ def test_sigkill_from_outside_is_weaker_than_the_cause_sglang_printed():
              'sglang-1 exited with code 137']
     assert sig.diagnose(lines)[0] == 'scheduler_watchdog'
     assert sig.diagnose(lines[1:])[0] == 'host_oom_killed'
+
+
+# the lab simulator's traceback for a start-up check of SGLang 0.5.23 (lab/sglang_sim/sglang_sim/startup.py):
+# frames of the call path, then SGLang's own exception line (speculative_hook.py:325)
+_SITE = '/opt/ddtree/ml-env/current/lib/python3.11/site-packages'
+STARTUP_REFUSAL = [
+    'Traceback (most recent call last):',
+    '  File "%s/sglang/launch_server.py", line 29, in run_server' % _SITE,
+    '    server_args.resolve_once()',
+    '  File "%s/sglang/srt/arg_groups/pipeline.py", line 306, in run_resolution_pipeline' % _SITE,
+    '    run_hook(handle_speculative_decoding, server_args)',
+    '  File "%s/sglang/srt/arg_groups/resolution_hooks.py", line 139, in run_hook' % _SITE,
+    '    step(server_args)',
+    '  File "%s/sglang/srt/arg_groups/speculative_hook.py", line 325, in _handle_dflash' % _SITE,
+    '    raise ValueError(',
+    'ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path.',
+]
+
+
+def test_a_start_up_check_names_its_step_and_sglangs_reason():
+    cause, diagnosis, advice, fatal_lines = sig.diagnose(STARTUP_REFUSAL)
+    assert cause == 'startup_check_refused'
+    assert diagnosis == ('SGLang refused its flags at start-up in _handle_dflash (sglang/srt/arg_groups/speculative_hook.py:325): '
+                         'DFLASH speculative decoding requires setting --speculative-draft-model-path.')
+    assert advice.startswith('SGLang says: DFLASH speculative decoding requires setting --speculative-draft-model-path. Change ')
+    assert fatal_lines[-1] == STARTUP_REFUSAL[-1]
+
+
+def test_a_value_error_outside_sglangs_argument_code_is_no_start_up_check():
+    lines = STARTUP_REFUSAL[:3] + ['  File "%s/torch/cuda/__init__.py", line 372, in _lazy_init' % _SITE, '    raise ValueError(',
+                                   'ValueError: something else']
+    assert sig.diagnose(lines)[0] == 'unclassified'
