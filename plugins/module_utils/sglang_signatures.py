@@ -42,6 +42,8 @@ _PHASE_MARKERS = (
     # older builds: "Capture cuda graph begin."; 0.5.23 names the graph: "Capture target decode CUDA graph
     # begin." (model_runner_components/cuda_graph_setup.py), then prefill / draft captures follow in turn
     (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph begin\b', re.IGNORECASE), 'capturing_cuda_graph'),
+    # the failure line itself says where it was: a log that starts at it (no begin line) was capturing
+    (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph failed\b', re.IGNORECASE), 'capturing_cuda_graph'),
     # after capture the server still has to start its tokenizer manager and bind the port
     (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph end\b', re.IGNORECASE), 'binding'),
     (re.compile(r'Uvicorn running on '), 'binding'),
@@ -604,12 +606,13 @@ SIGNATURES = (
 
 # With no phase line yet (a journal that starts mid-way, a build that prints none), the frames of the traceback
 # being printed tell the phase: SGLang's own function names (model_runner.py, memory_pool.py, cuda_graph_runner.py,
-# scheduler.py, tp_worker_overlap_thread.py) and vLLM's CacheEngine._allocate_kv_cache. A start-up frame wins over
-# a forward frame (capture and warmup run the model's forward too).
+# scheduler.py, tp_worker_overlap_thread.py), vLLM's CacheEngine._allocate_kv_cache and torch's
+# CUDAGraph.capture_begin/_end. A start-up frame wins over a forward frame (capture and warmup run the model's
+# forward too).
 _FRAME_LINE = re.compile(r'\bFile (?:"[^"]*", line \d+|\[[^\]]*\]\([^)]*\)), in (?:[\w<>]+\.)*(?P<func>[\w<>]+)')
 _FRAME_PHASES = (
     (re.compile(r'^(?:capture|capture_one_batch_size|init_cuda_graphs|init_device_graphs|init_piecewise_cuda_graphs|'
-                r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune)$'), 'capturing_cuda_graph'),
+                r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune|capture_begin|capture_end)$'), 'capturing_cuda_graph'),
     (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache)$'),
      'sizing_pools'),
     (re.compile(r'^(?:load_model|load_weights|load_weights_and_postprocess|_initialize_model)$'), 'loading_weights'),
