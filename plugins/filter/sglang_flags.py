@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 ENVELOPE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 # systemd splits ExecStart= itself (no shell), honouring quotes and backslash escapes;
 # a word needs quoting when it holds whitespace, quotes, backslashes or ';' alone.
-SYSTEMD_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+SYSTEMD_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")  # \Z: "$" would let a trailing line break through
 
 
 def _kind(value):
@@ -69,16 +69,20 @@ def sglang_argv(envelope):
     return argv
 
 
-def systemd_quote(argv):
+def systemd_quote(argv, environment=False):
     """Join argv into an ExecStart= command line that systemd splits back exactly.
 
-    Also doubles '%' and '$' so systemd neither expands specifiers nor environment variables.
+    Also doubles '%' and '$' so systemd neither expands specifiers nor environment variables. With
+    environment=True the words are Environment= assignments: systemd expands specifiers there but no
+    variables, so '$' stays single.
     """
     if isinstance(argv, str):
         raise AnsibleFilterError("systemd_quote expects a list of words, not a string")
     words = []
     for word in argv:
-        text = str(word).replace("%", "%%").replace("$", "$$")
+        text = str(word).replace("%", "%%")
+        if not environment:
+            text = text.replace("$", "$$")
         if SYSTEMD_SAFE_WORD.match(text):
             words.append(text)
         else:

@@ -10,7 +10,11 @@ inventory name>:<sglang_service_port or 30000>``.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_host_name_or_address, unsafe_chars
 
 DEFAULT_FRONTS = ['sglang_servers']
 DEFAULT_SERVICE_PORT = 30000
@@ -23,14 +27,48 @@ def _vars(hostvars, host):
         raise AnsibleFilterError('host %r is in no inventory this play knows' % host)
 
 
+def url_problem(url):
+    """'' when ``url`` is http(s)://<address or DNS name>:<port>; else what is wrong. The router gets its workers
+    through an EnvironmentFile and an unquoted $VARIABLE: a space would add flags, a line break variables."""
+    text = str(url)
+    if unsafe_chars(text):
+        return 'it holds a space or a control character'
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        return 'it does not parse (%s)' % exc
+    if parts.scheme not in ('http', 'https'):
+        return 'its scheme is not http or https'
+    if parts.username is not None or parts.password is not None:
+        return 'it holds user information'
+    if not parts.hostname or not is_host_name_or_address(parts.hostname):
+        return 'its host is neither an IP address nor a DNS name'
+    if port is None or not 0 < port < 65536:
+        return 'it names no port in 1-65535'
+    if parts.path not in ('', '/') or parts.query or parts.fragment:
+        return 'it has a path, query or fragment'
+    return ''
+
+
 def worker_url(host, hostvars):
-    """The URL a router reaches the serving host's API at."""
+    """The URL a router reaches the serving host's API at; refused unless it is http(s)://host:port."""
     hv = _vars(hostvars, host)
     url = hv.get('sglang_router_worker_url')
     if url:
-        return str(url).rstrip('/')
-    address = hv.get('sglang_router_worker_address') or hv.get('ansible_host') or host
-    return 'http://%s:%s' % (address, hv.get('sglang_service_port') or DEFAULT_SERVICE_PORT)
+        source, url = 'sglang_router_worker_url', str(url).rstrip('/')
+    else:
+        address = str(hv.get('sglang_router_worker_address') or hv.get('ansible_host') or host)
+        if ':' in address and not address.startswith('['):
+            address = '[%s]' % address  # an IPv6 address in a URL
+        source = 'sglang_router_worker_address, ansible_host or the inventory name'
+        url = 'http://%s:%s' % (address, hv.get('sglang_service_port') or DEFAULT_SERVICE_PORT)
+    problem = url_problem(url)
+    if problem:
+        raise AnsibleFilterError(
+            'The worker URL of %s (from %s) must be http(s)://<IP address or DNS name>:<port 1-65535> and nothing else; '
+            '%s: %r.' % (host, source, problem, url))
+    return url
 
 
 def sglang_router_worker_urls(fronts, groups, hostvars):

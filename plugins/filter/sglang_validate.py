@@ -15,6 +15,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import root_dir_problem, unit_value_problems
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -167,6 +168,15 @@ def variable_problems(v, hostname, group_names, groups):
         problems.append(
             '%s must hold absolute paths (a leading \'-\' lets systemd skip a missing one in sglang_service_environment_files '
             'and sglang_service_read_write_paths); got %s.' % (', '.join(names), ', '.join(_json(p) for dummy, p in relative)))
+
+    # each entry is one line of the unit (EnvironmentFile=, ReadWritePaths=): a line break would add a directive
+    problems += unit_value_problems({'sglang_service_environment_files': v['sglang_service_environment_files'],
+                                     'sglang_service_read_write_paths': v['sglang_service_read_write_paths']})
+    if _match('^/.', v['sglang_service_state_dir']):
+        # root-only control files (the restore script, last known good) live below it
+        state_dir_problem = root_dir_problem('sglang_service_state_dir', v['sglang_service_state_dir'])
+        if state_dir_problem:
+            problems.append(state_dir_problem)
 
     limits = []
     if _int(v['sglang_service_verdict_timeout']) < 1:

@@ -85,3 +85,15 @@ def test_exec_start_round_trips_systemd_quote():
 
     argv = ['/venv/bin/python', '-m', 'sglang.launch_server', '--served-model-name', 'a "b" $HOME 100%', '--port', '1']
     assert exec_start_argv('[Service]\nExecStart=\nExecStart=%s\n' % systemd_quote(argv)) == argv
+
+
+def test_environment_assignments_keep_dollar_signs():
+    # Environment= expands specifiers but no variables: "$" must reach the process as one "$"
+    assert systemd_quote(["TOKEN_HINT=a$b"], environment=True) == "\"TOKEN_HINT=a$b\""
+    assert systemd_quote(["NOTE=100% of $HOME"], environment=True) == '"NOTE=100%% of $HOME"'
+    assert systemd_quote(["NOTE=100% of $HOME"]) == '"NOTE=100%% of $$HOME"'
+
+
+def test_a_trailing_line_break_is_no_safe_word():
+    with pytest.raises(AnsibleFilterError, match="line break"):
+        systemd_quote(["%\n"])

@@ -272,3 +272,13 @@ def test_sglangs_start_up_refusals_are_refused_before_the_restart(changes, messa
 ])
 def test_pipeline_stages_count_and_dp_attention_shares_the_gpus(changes, refused):
     assert bool(problems(sglang_service_envelope=envelope(**changes))) is refused
+
+
+def test_unit_values_with_line_breaks_and_system_state_dirs_are_refused():
+    assert one(problems(sglang_service_read_write_paths=['/srv/cache\nExecStartPre=+/bin/sh'])).startswith(
+        'sglang_service_read_write_paths must hold values without spaces, tabs, line breaks')
+    assert one(problems(sglang_service_environment_files=['-/etc/a b.env'])).startswith(
+        'sglang_service_environment_files must hold values without spaces')
+    assert one(problems(sglang_service_state_dir='/var/lib')) == (
+        'sglang_service_state_dir must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): '
+        'the collection creates, prunes and deletes entries below it; /var/lib is a system or shared directory.')

@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks of values that reach a unit file, an EnvironmentFile or a delete (controller side, pure).
+
+A value with a line break adds a directive to a unit (ExecStartPre=+... runs as root) or an entry to
+an EnvironmentFile; a space splits a word systemd hands over unquoted. A root directory that the
+collection prunes must be its own: never a system directory, never shallow.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import posixpath
+import re
+
+# directories a collection must never own, prune or write its releases into
+SYSTEM_ROOTS = frozenset((
+    '/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/media', '/mnt', '/opt',
+    '/proc', '/root', '/run', '/sbin', '/srv', '/sys', '/tmp', '/usr', '/usr/bin', '/usr/lib', '/usr/lib64',
+    '/usr/libexec', '/usr/local', '/usr/local/bin', '/usr/local/lib', '/usr/sbin', '/usr/share', '/usr/src', '/var',
+    '/var/cache', '/var/lib', '/var/local', '/var/log', '/var/opt', '/var/spool', '/var/tmp', '/etc/systemd',
+    '/etc/systemd/system', '/run/user',
+))
+_UNSAFE_CHARS = re.compile(r'[\s\x00-\x1f\x7f]')
+_DNS_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
+
+
+def _json(value):
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def unsafe_chars(value):
+    """Whether a string holds whitespace or a control character (a line break above all)."""
+    return bool(_UNSAFE_CHARS.search(str(value)))
+
+
+def root_dir_problem(name, path):
+    """'' when ``path`` may be a root the collection owns and prunes below; else why not, naming ``name``."""
+    if not isinstance(path, str) or not path.startswith('/') or unsafe_chars(path):
+        return ('%s must be an absolute path without spaces or control characters, such as /opt/ddtree/ml-env; got %s.'
+                % (name, _json(path)))
+    parts = path.split('/')
+    if '..' in parts or '.' in parts or '//' in path or (path != '/' and path.endswith('/')):
+        return '%s must be a normalized path (no "..", ".", "//" or trailing "/"), such as %s; got %s.' % (
+            name, posixpath.normpath(path) if path != '/' else '/opt/ddtree/<name>', _json(path))
+    if path in SYSTEM_ROOTS or path.count('/') < 2:
+        return ('%s must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): the '
+                'collection creates, prunes and deletes entries below it; %s is a system or shared directory.' % (name, path))
+    return ''
+
+
+def root_dir_problems(roots):
+    """The problems of a dict {variable name: root path}, in the dict's order."""
+    return [p for p in (root_dir_problem(name, path) for name, path in roots.items()) if p]
+
+
+def overlap_problem(name, path, other_name, other):
+    """'' unless one root holds the other (a prune of one would delete the other's entries)."""
+    a, b = path.rstrip('/') + '/', other.rstrip('/') + '/'
+    if a.startswith(b) or b.startswith(a):
+        return '%s (%s) and %s (%s) must not hold one another: each is pruned on its own.' % (name, path, other_name, other)
+    return ''
+
+
+def unit_value_problems(values):
+    """The problems of a dict {variable name: a string or a list of strings} whose entries reach a unit or an
+    EnvironmentFile verbatim: no whitespace, no control characters, no line breaks."""
+    problems = []
+    for name, value in values.items():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        bad = [item for item in items if not isinstance(item, str) or unsafe_chars(item)]
+        if bad:
+            problems.append('%s must hold values without spaces, tabs, line breaks or other control characters (each reaches '
+                            'the unit file as one word); got %s.' % (name, ', '.join(_json(b) for b in bad)))
+    return problems
+
+
+def is_loopback(host):
+    """Whether ``host`` names the loopback interface: localhost, or an address in 127.0.0.0/8 or ::1."""
+    text = str(host).strip()
+    if text.lower() == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(text.strip('[]')).is_loopback
+    except ValueError:
+        return False
+
+
+def is_host_name_or_address(host):
+    """An IP address (IPv6 in brackets in a URL, bare here) or a DNS name of letters, digits and '-' labels."""
+    text = str(host)
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        pass
+    labels = text.rstrip('.').split('.')
+    return 0 < len(text) <= 253 and all(_DNS_LABEL.match(label) for label in labels) and not text.replace('.', '').isdigit()
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'root_dir_problems': root_dir_problems,
+            'unit_value_problems': unit_value_problems,
+            'loopback': is_loopback,
+        }
