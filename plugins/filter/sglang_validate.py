@@ -196,12 +196,19 @@ def variable_problems(v, hostname, group_names, groups):
     if limits:
         problems.append('%s.' % '; '.join(limits))
 
-    needed = _int(v['sglang_service_verdict_timeout']) + _float(v['sglang_service_verdict_settle_s']) + 60
+    stop_value = v.get('sglang_service_stop_timeout_s', 60)
+    stop = _int(stop_value)
+    if isinstance(stop_value, bool) or not re.match(r'^[0-9]+$', str(stop_value)) or not 1 <= stop <= 3600:
+        problems.append('sglang_service_stop_timeout_s must be an integer of seconds in 1-3600 (default 60); got %s.'
+                        % _json(stop_value))
+        stop = 60
+    # the timer is armed before the restart, which first waits up to TimeoutStopSec for the old server
+    needed = _int(v['sglang_service_verdict_timeout']) + _float(v['sglang_service_verdict_settle_s']) + stop + 60
     if not _int(v['sglang_service_safety_timer_s']) > needed:
         problems.append(
-            'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s '
-            '(%s s; default sglang_service_verdict_timeout + 300), or the host would restore the old unit while the verdict '
-            'still runs; got %s.' % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
+            'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
+            'sglang_service_stop_timeout_s + 60 s (%s s; default sglang_service_verdict_timeout + 300), or the host would '
+            'restore the old unit while the verdict still runs; got %s.' % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
 
     user, extra_groups = v['sglang_service_user'], v['sglang_service_supplementary_groups']
     if not (_match(USER_NAME.pattern, user) and all(_match(USER_NAME.pattern, g) for g in extra_groups)):
@@ -296,6 +303,23 @@ def python_exists(python, host, ml_env_root):
     return bool(found) and releases.get(found.group(1), {}).get('complete', False)
 
 
+SERVICE_USER_COMMENT = 'ddtree.sglang service user'
+NO_LOGIN_SHELLS = ('/usr/sbin/nologin', '/sbin/nologin', '/bin/false', '/usr/bin/false', '/bin/nologin', '/usr/bin/nologin', '')
+
+
+def account_problems(user, facts):
+    """An existing account the role did not create must not be a person's: the role would set a nologin shell
+    and replace its groups (a sudoer would lose sudo). Its own accounts carry SERVICE_USER_COMMENT."""
+    if user == 'root' or not facts.get('exists') or facts.get('comment') == SERVICE_USER_COMMENT:
+        return []
+    uid, shell = facts.get('uid'), facts.get('shell') or ''
+    if (_is_int(uid) and uid >= 1000) or shell not in NO_LOGIN_SHELLS:
+        return ['sglang_service_user %s is an existing login account (uid %s, shell %s) that this role did not create: the role '
+                'would set a nologin shell and replace its groups. Allowed: a user name that does not exist yet (the role '
+                'creates a system account), a system account without a login shell, or root.' % (user, uid, shell or 'none')]
+    return []
+
+
 def host_problems(v, hostname, host, check_python):
     """The host's fit, from what sglang_host_facts read: GPUs, model directories, interpreter, port."""
     problems = []
@@ -331,6 +355,7 @@ def host_problems(v, hostname, host, check_python):
         if missing:
             problems.append(''.join('sglang_service_envelope.%s names %s, which is not a directory on %s. ' % (k, d, hostname)
                                     for k, d in missing) + 'Allowed: an existing directory holding the model\'s config.json.')
+    problems += account_problems(v['sglang_service_user'], host.get('user') or {})
     python = v['sglang_service_python']
     if check_python and not python_exists(python, host, v.get('ml_env_root', '/opt/ddtree/ml-env')):
         problems.append(

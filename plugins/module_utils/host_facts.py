@@ -207,8 +207,8 @@ def user_facts(user, groups):
             group = grp.getgrgid(entry.pw_gid).gr_name
         except KeyError:
             group = None
-        found.update(exists=True, group=group, home=entry.pw_dir, shell=entry.pw_shell,
-                     groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem))
+        found.update(exists=True, group=group, home=entry.pw_dir, shell=entry.pw_shell, uid=entry.pw_uid,
+                     comment=entry.pw_gecos, groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem))
     existing = []
     for name in groups:
         try:
@@ -241,10 +241,23 @@ def user_access(run, user, dirs, python):
 
 
 # --- the port ---------------------------------------------------------------------------------
-def unit_facts(run, unit, unit_path):
-    """The unit's systemd state (ActiveState, MainPID, ...), its file's sha256 and the PIDs of its cgroup."""
+def read_record(path):
+    """A small JSON record the role keeps (the confirmation of a unit), or None when absent or unreadable."""
+    try:
+        with open(path, 'r') as handle:
+            record = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def unit_facts(run, unit, unit_path, record_path=None):
+    """The unit's systemd state (ActiveState, MainPID, ...), its file's sha256, the PIDs of its cgroup and,
+    with ``record_path``, the record of the last unit a healthy verdict confirmed (``confirmed``)."""
     found = {'name': unit, 'path': unit_path, 'exists': os.path.isfile(unit_path) if unit_path else False,
              'sha256': sha256_of(unit_path) if unit_path else None, 'state': {}, 'pids': []}
+    if record_path:
+        found['confirmed'] = read_record(record_path)
     if unit:
         rc, out, err = run(systemd.systemctl_show_argv(unit))
         if rc == 0:

@@ -53,6 +53,9 @@ options:
   unit_path:
     description: The unit file whose sha256 to return.
     type: path
+  unit_record:
+    description: The role's record of the last unit a healthy verdict confirmed (JSON), returned as C(unit.confirmed).
+    type: path
   user:
     description: Service user to look up; with I(user_reads) or I(user_python), what it cannot use.
     type: str
@@ -127,10 +130,12 @@ host:
       description: Who listens on I(port), as M(ddtree.sglang.sglang_port_check) returns it.
       type: dict
     unit:
-      description: C(exists), C(sha256) of I(unit_path), C(state) (systemctl show) and C(pids) of I(unit).
+      description: C(exists), C(sha256) of I(unit_path), C(state) (systemctl show), C(pids) of I(unit), and
+        C(confirmed) (the record at I(unit_record), or null).
       type: dict
     user:
-      description: C(exists), C(groups_existing), and C(cannot_use) (paths the user cannot read or start, with why).
+      description: C(exists), C(uid), C(shell), C(comment) (GECOS), C(groups_existing), and C(cannot_use) (paths the
+        user cannot read or start, with why).
       type: dict
     python_version:
       description: The version and machine of I(python), or null; C(python_error) says why.
@@ -155,6 +160,7 @@ def main():
             port=dict(type='int', default=0),
             unit=dict(type='str', default=''),
             unit_path=dict(type='path'),
+            unit_record=dict(type='path'),
             user=dict(type='str', default=''),
             groups=dict(type='list', elements='str', default=[]),
             user_reads=dict(type='list', elements='path', default=[]),
@@ -176,7 +182,7 @@ def main():
     host['models'] = dict((d, host_facts.model_dir_facts(d)) for d in p['model_dirs'])
     host['paths'] = dict((path, host_facts.path_facts(path)) for path in p['paths'])
     if p['unit'] or p['unit_path']:
-        host['unit'] = host_facts.unit_facts(run, p['unit'], p['unit_path'])
+        host['unit'] = host_facts.unit_facts(run, p['unit'], p['unit_path'], p['unit_record'])
     if p['port']:
         if not 1 <= p['port'] <= 65535:
             module.fail_json(msg='port must be in 1-65535, got %d' % p['port'])

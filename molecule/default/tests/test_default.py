@@ -76,3 +76,11 @@ def test_models_endpoint_names_the_model(host):
 def test_first_deploy_kept_no_last_known_good(host):
     # nothing was installed before the first deploy, so there was nothing to keep
     assert not host.file(f"/var/lib/ddtree-sglang/last-known-good/{UNIT}").exists
+
+
+def test_the_healthy_unit_is_recorded_as_confirmed(host):
+    # only a unit whose verdict was healthy becomes last known good at the next deploy: this record says which
+    record = host.file(f"/var/lib/ddtree-sglang/confirmed/{UNIT}.json")
+    assert record.exists and record.user == "root" and record.mode == 0o600
+    unit_sha256 = host.check_output(f"sha256sum /etc/systemd/system/{UNIT}").split()[0]
+    assert json.loads(record.content_string)["sha256"] == unit_sha256

@@ -21,7 +21,7 @@ VALUES = {
     'sglang_service_gpu_class': {'name': 'NVIDIA RTX A6000', 'count': 2, 'memory_total_mib': 49140, 'compute_cap': '8.6'},
     'sglang_service_verdict_timeout': 900, 'sglang_service_verdict_prompt': 'Hello', 'sglang_service_verdict_max_tokens': 8,
     'sglang_service_verdict_expect': '', 'sglang_service_verdict_settle_s': 5, 'sglang_service_verdict_progress_s': 30,
-    'sglang_service_memory_check': 'refuse', 'sglang_service_safety_timer_s': 1200, 'sglang_service_user': 'sglang',
+    'sglang_service_memory_check': 'refuse', 'sglang_service_safety_timer_s': 1200, 'sglang_service_stop_timeout_s': 60, 'sglang_service_user': 'sglang',
     'sglang_service_supplementary_groups': ['video', 'render'], 'sglang_service_hardening': 'strict',
     'sglang_service_read_write_paths': [], 'sglang_service_expose_api': False, 'sglang_service_api_key_set': False,
     'sglang_service_api_key_waived': False, 'sglang_service_secrets_valid': True, 'sglang_service_multinode_group': '',
@@ -108,7 +108,11 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_verdict_settle_s': -1}, ['sglang_service_verdict_settle_s must be 0 or more seconds']),
     ({'sglang_service_verdict_progress_s': -1}, ['sglang_service_verdict_progress_s must be 0 or more seconds']),
     ({'sglang_service_safety_timer_s': 900},
-     ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + 60 s', '(965.0 s;', 'got 900']),
+     ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + sglang_service_stop_timeout_s + 60 s',
+      '(1025.0 s;', 'got 900']),
+    ({'sglang_service_safety_timer_s': 1025}, ['(1025.0 s;', 'got 1025']),
+    ({'sglang_service_stop_timeout_s': 0}, ['sglang_service_stop_timeout_s must be an integer of seconds in 1-3600']),
+    ({'sglang_service_stop_timeout_s': True}, ['sglang_service_stop_timeout_s must be an integer of seconds in 1-3600']),
     ({'sglang_service_memory_check': False}, ['must be refuse, warn or "off"']),
     ({'sglang_service_user': 'Sglang'}, ['lowercase letters, digits']),
     ({'sglang_service_supplementary_groups': ['GPU users']}, ['lowercase letters, digits', 'GPU users']),
@@ -282,3 +286,30 @@ def test_unit_values_with_line_breaks_and_system_state_dirs_are_refused():
     assert one(problems(sglang_service_state_dir='/var/lib')) == (
         'sglang_service_state_dir must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): '
         'the collection creates, prunes and deletes entries below it; /var/lib is a system or shared directory.')
+
+
+def with_user(**facts):
+    host = copy.deepcopy(HOST)
+    host['user'] = dict({'name': 'sglang', 'exists': True, 'groups_existing': ['video', 'render']}, **facts)
+    return host
+
+
+@pytest.mark.parametrize('facts', [
+    {'uid': 1000, 'shell': '/bin/bash', 'comment': 'Alice,,,'},
+    {'uid': 1001, 'shell': '/usr/sbin/nologin', 'comment': ''},
+    {'uid': 998, 'shell': '/bin/sh', 'comment': ''},
+])
+def test_an_existing_login_account_is_not_taken_over(facts):
+    message = one(problems(host=with_user(**facts), sglang_service_user='alice'))
+    assert message == (
+        'sglang_service_user alice is an existing login account (uid %s, shell %s) that this role did not create: the role '
+        'would set a nologin shell and replace its groups. Allowed: a user name that does not exist yet (the role creates a '
+        'system account), a system account without a login shell, or root.' % (facts['uid'], facts['shell']))
+
+
+@pytest.mark.parametrize('facts', [
+    {'uid': 998, 'shell': '/usr/sbin/nologin', 'comment': ''},
+    {'uid': 1005, 'shell': '/bin/bash', 'comment': 'ddtree.sglang service user'},
+])
+def test_system_accounts_and_the_roles_own_pass(facts):
+    assert problems(host=with_user(**facts)) == []

@@ -108,6 +108,24 @@ def test_users_and_groups():
     assert found['exists'] is True and found['group'] == 'root' and found['groups_existing'] == ['root']
     assert found['home'] == pwd.getpwnam('root').pw_dir and isinstance(found['groups'], list)
     assert host_facts.user_facts('no-such-user-xyz', [])['exists'] is False
+    assert found['uid'] == 0 and found['comment'] == pwd.getpwnam('root').pw_gecos
+
+
+def test_the_confirmation_record_is_read_with_the_unit(tmp_path):
+    unit = tmp_path / 'sglang-qwen.service'
+    unit.write_text('[Service]\n')
+    record = tmp_path / 'sglang-qwen.service.json'
+
+    def run(argv):
+        return 1, '', 'not in a test'
+
+    assert host_facts.unit_facts(run, '', str(unit), str(record))['confirmed'] is None
+    record.write_text(json.dumps({'sha256': hashlib.sha256(b'[Service]\n').hexdigest(), 'release': 'abcdef0123456789'}))
+    found = host_facts.unit_facts(run, '', str(unit), str(record))
+    assert found['confirmed']['sha256'] == found['sha256'] and found['confirmed']['release'] == 'abcdef0123456789'
+    record.write_text('not json')
+    assert host_facts.unit_facts(run, '', str(unit), str(record))['confirmed'] is None
+    assert 'confirmed' not in host_facts.unit_facts(run, '', str(unit))
 
 
 def test_what_the_user_cannot_use_is_worded_as_the_role_words_it():
