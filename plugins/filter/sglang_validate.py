@@ -210,6 +210,14 @@ def variable_problems(v, hostname, group_names, groups):
             'sglang_service_stop_timeout_s + 60 s (%s s; default sglang_service_verdict_timeout + 300), or the host would '
             'restore the old unit while the verdict still runs; got %s.' % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
 
+    # the lock must outlast the longest step it covers without a renewal: a verdict and its safety timer
+    lease_value = v.get('sglang_service_host_lock_lease_s', 3600)
+    if (isinstance(lease_value, bool) or not re.match(r'^[0-9]+$', str(lease_value))
+            or not _int(lease_value) > _int(v['sglang_service_safety_timer_s'])):
+        problems.append('sglang_service_host_lock_lease_s must be an integer of seconds above sglang_service_safety_timer_s '
+                        '(%s; default 3600), or the host lock could expire while the verdict runs; got %s.'
+                        % (_json(v['sglang_service_safety_timer_s']), _json(lease_value)))
+
     user, extra_groups = v['sglang_service_user'], v['sglang_service_supplementary_groups']
     if not (_match(USER_NAME.pattern, user) and all(_match(USER_NAME.pattern, g) for g in extra_groups)):
         problems.append(

@@ -20,7 +20,8 @@ description:
   - C(state=current) points C(current) at I(release) (atomically, by renaming a new link over the old).
   - C(state=pruned) removes releases beyond the newest I(keep), never the current one, never
     I(release), and never one whose path appears in a file under I(referenced_in) (the systemd
-    units and the last known good copies), so a rollback always finds its release.
+    units and the last known good copies), so a rollback always finds its release. An unfinished
+    release goes only once it is older than I(unfinished_grace_s), since until then another run may be building it.
   - C(state=absent) removes the unfinished or failed release I(release); it refuses the current one
     and referenced ones.
 author:
@@ -42,6 +43,12 @@ options:
     description: With C(state=pruned), how many releases to keep besides the protected ones (newest first).
     type: int
     default: 3
+  unfinished_grace_s:
+    description:
+      - With C(state=pruned), seconds an unfinished release (no manifest) is left alone after it was last modified,
+        since another run may still be building it; older ones are left-overs of failed builds and go.
+    type: int
+    default: 21600
   referenced_in:
     description:
       - Files or directories whose files are searched for C(<root>/releases/<id>); a release found
@@ -136,10 +143,12 @@ removed:
   elements: str
 '''
 
+import binascii
 import json
 import os
 import re
 import shutil
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -206,8 +215,9 @@ def list_releases(root, places):
     return releases
 
 
-def prune_plan(releases, keep, release=None):
-    """Ids to remove: beyond the newest `keep`, never current, named or referenced ones."""
+def prune_plan(releases, keep, release=None, now=None, unfinished_grace_s=0):
+    """Ids to remove: beyond the newest `keep`, never current, named or referenced ones, never an
+    unfinished one modified in the last `unfinished_grace_s` seconds (another run may be building it)."""
     protected = set(r['id'] for r in releases if r['current'] or r['referenced'])
     if release:
         protected.add(release)
@@ -219,15 +229,16 @@ def prune_plan(releases, keep, release=None):
         if r['complete'] and kept < keep:
             kept += 1
             continue
+        if not r['complete'] and now is not None and now - r['mtime'] < unfinished_grace_s:
+            continue
         remove.append(r['id'])
     return remove
 
 
 def set_current(root, release):
     link = os.path.join(root, 'current')
-    tmp = link + '.new'
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
+    # a name of this call's own: two switches at once never share (or delete) one temp link
+    tmp = '%s.new.%d.%s' % (link, os.getpid(), binascii.hexlify(os.urandom(4)).decode('ascii'))
     os.symlink(os.path.join('releases', release), tmp)
     # rename over the old link: a reader sees the old or the new release, never none
     os.rename(tmp, link)
@@ -240,6 +251,7 @@ def main():
             release=dict(type='str'),
             state=dict(type='str', default='query', choices=['query', 'current', 'pruned', 'absent']),
             keep=dict(type='int', default=3),
+            unfinished_grace_s=dict(type='int', default=21600),
             referenced_in=dict(type='list', elements='path', default=['/etc/systemd/system']),
         ),
         required_if=[('state', 'current', ['release']), ('state', 'absent', ['release'])],
@@ -267,7 +279,7 @@ def main():
             if not module.check_mode:
                 set_current(root, release)
     elif state == 'pruned':
-        removed = prune_plan(releases, module.params['keep'], release)
+        removed = prune_plan(releases, module.params['keep'], release, time.time(), module.params['unfinished_grace_s'])
     elif state == 'absent' and os.path.isdir(release_path):
         info = [r for r in releases if r['id'] == release]
         if info and (info[0]['current'] or info[0]['referenced']):

@@ -74,6 +74,28 @@ def test_prune_keeps_newest_current_and_referenced(tmp_path):
     assert (tmp_path / 'releases' / IDS[1]).exists()
 
 
+def test_prune_leaves_a_release_another_run_builds(tmp_path):
+    make_release(tmp_path, IDS[0], 100)
+    os.symlink('releases/' + IDS[0], str(tmp_path / 'current'))
+    make_release(tmp_path, IDS[1], 200, complete=False)   # a failed build of long ago
+    building = make_release(tmp_path, IDS[2], 300, complete=False)
+    os.utime(str(building), None)                          # being built now
+    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0,
+                     'referenced_in': [], 'unfinished_grace_s': 600})
+    assert res['removed'] == [IDS[1]]
+    assert building.exists()
+
+
+def test_switches_at_once_use_their_own_temp_links(tmp_path, monkeypatch):
+    for n, rid in enumerate(IDS[:2]):
+        make_release(tmp_path, rid, 100 + n)
+    # a temp link another switch left (or is about to rename) is neither reused nor removed
+    os.symlink('releases/' + IDS[0], str(tmp_path / 'current.new'))
+    ml_env_release.set_current(str(tmp_path), IDS[1])
+    assert os.readlink(str(tmp_path / 'current')) == 'releases/' + IDS[1]
+    assert sorted(os.listdir(str(tmp_path))) == ['current', 'current.new', 'releases']
+
+
 def test_absent_refuses_referenced_and_current(tmp_path):
     make_release(tmp_path, IDS[0], 100)
     os.symlink('releases/' + IDS[0], str(tmp_path / 'current'))
