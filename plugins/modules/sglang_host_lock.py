@@ -18,7 +18,7 @@ description:
     names the holder. A lease past its expiry is broken (taken over), and the result says whose it was.
   - Reading, deciding and writing happen under C(flock) on a guard file beside the lease, so two runs that arrive
     at once are served one after the other; the lease is replaced by rename.
-  - The default path is on C(/run), which a reboot empties: a reboot ends every run that held a lease there.
+  - The default path is on C(/run), which a reboot empties, so a reboot ends every run that held a lease there.
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:
