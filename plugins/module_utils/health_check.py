@@ -161,6 +161,8 @@ class HttpProbe(threading.Thread):
             else:
                 detail = payload.decode('utf-8', 'replace').strip().replace('\n', ' ')[:300]
                 problem = '/generate answered HTTP %d after /v1/models was OK: %s' % (code, detail)
+            if problem is None and not self._key_enforced():
+                return
             if problem is None:
                 with self.lock:
                     self.generation_text = text
@@ -175,6 +177,29 @@ class HttpProbe(threading.Thread):
                 self._fail('generation_failed', 'generation is broken: %s (after %d attempts)' % (problem, failures))
                 return
             self.stop.wait(max(self.interval, 1.0))
+
+    def _key_enforced(self):
+        """With a key, whether the server refuses a request without it (else the verdict fails).
+
+        Stock SGLang reads the key from --api-key only: a key given through the environment is then
+        ignored and the API serves anyone, while every request the verdict signs with it succeeds.
+        """
+        if 'Authorization' not in self.headers:
+            return True
+        unsigned = dict((k, v) for k, v in self.headers.items() if k != 'Authorization')
+        remaining = max(1.0, self.deadline - time.monotonic())
+        try:
+            code = http_client.call('GET', self.base_url + '/v1/models', None, unsigned, min(remaining, 5.0))[0]
+        except http_client.Unreachable as e:
+            code = None
+            self.last_error = '/v1/models without the key: %s' % e.reason
+        if code in (401, 403):
+            return True
+        self._fail('api_key_not_enforced',
+                   '/v1/models answered %s to a request without the API key, while the service was given one: the '
+                   'installed SGLang ignores the key (stock SGLang reads --api-key only, not SGLANG_API_KEY), so its API '
+                   'serves anyone' % ('no answer' if code is None else code))
+        return False
 
     def run(self):
         try:
@@ -512,6 +537,9 @@ class HealthCheck:
                 return self.result('failed', cause, diagnosis, advice, fatal_lines, probe)
             advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
                       'generate often points at a broken kernel or a bad draft model.')
+            if failure[0] == 'api_key_not_enforced':
+                advice = ('Install a build that reads the key from SGLANG_API_KEY (the DDTree patch set does: '
+                          'sglang_install_patches), or keep the API on loopback without a key.')
             if failure[0] == 'http_unauthorized':
                 advice = ('Point api_key_file at the key given to the server with --api-key, or api_key_env_file at the unit\'s '
                           'EnvironmentFile that sets %s.' % self.params['api_key_env_var'])

@@ -95,6 +95,8 @@ options:
       - It is read there and sent as an C(Authorization) bearer token; the key never appears
         in the results.
       - Mutually exclusive with O(api_key_env_file).
+      - With a key, a healthy verdict also needs the server to refuse a request without it (401 or 403);
+        a server that answers it fails with cause C(api_key_not_enforced).
     type: path
   api_key_env_file:
     description:
@@ -208,7 +210,8 @@ cause:
       C(mem_pool_too_small), C(cuda_oom_graph_capture), C(triton_error), C(unrecognized_arguments)),
       or C(process_exited), C(restarted), C(unit_not_found), C(unclassified) (a traceback no
       signature knows), C(generation_failed) (C(/generate) failed twice after C(/v1/models) answered),
-      C(http_unauthorized), C(probe_error), C(timeout). C(port_in_use) is also returned when the
+      C(http_unauthorized), C(api_key_not_enforced) (a key was given, but a request without it was served),
+      C(probe_error), C(timeout). C(port_in_use) is also returned when the
       API answers come from a process outside the unit. Empty when healthy.
   returned: always
   type: str

@@ -76,6 +76,8 @@ class Api(BaseHTTPRequestHandler):
     generate_statuses = [200]
     generate_text = ' Paris.'
     seen_auth = []
+    # the key the server enforces (None: it serves anyone, as stock SGLang does with SGLANG_API_KEY)
+    key = None
 
     def log_message(self, *args):
         pass
@@ -88,13 +90,23 @@ class Api(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def refused(self):
+        if Api.key is not None and self.headers.get('Authorization') != 'Bearer %s' % Api.key:
+            self._send(401, {'error': 'Unauthorized'})
+            return True
+        return False
+
     def do_GET(self):
         Api.seen_auth.append(self.headers.get('Authorization'))
+        if self.refused():
+            return
         self._send(Api.models_status, {'object': 'list', 'data': [{'id': '/root/models/Qwen3.6-27B'}]})
 
     def do_POST(self):
         length = int(self.headers.get('Content-Length') or 0)
         json.loads(self.rfile.read(length))
+        if self.refused():
+            return
         status = Api.generate_statuses.pop(0) if len(Api.generate_statuses) > 1 else Api.generate_statuses[0]
         if status == 200:
             self._send(200, {'text': Api.generate_text, 'meta_info': {}})
@@ -108,6 +120,7 @@ def api():
     Api.generate_statuses = [200]
     Api.generate_text = ' Paris.'
     Api.seen_auth = []
+    Api.key = None
     server = HTTPServer(('127.0.0.1', 0), Api)
     thread = threading.Thread(target=server.serve_forever)
     thread.daemon = True
@@ -244,10 +257,24 @@ def test_unit_not_found(host):
 def test_api_key_is_sent_and_never_returned(host, api, tmp_path):
     key_file = tmp_path / 'key'
     key_file.write_text('s3cr3t-key\n')
+    Api.key = 's3cr3t-key'
     host([show()], [READY])
     with pytest.raises(ExitJson) as e:
         run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_file': str(key_file)})
-    assert 'Bearer s3cr3t-key' in Api.seen_auth
+    assert e.value.args[0]['verdict'] == 'healthy'
+    # the signed models, then the unsigned one that proves the key is enforced
+    assert Api.seen_auth == ['Bearer s3cr3t-key', None]
+    assert 's3cr3t-key' not in json.dumps(e.value.args[0])
+
+
+def test_a_key_the_server_ignores_fails_the_verdict(host, api, tmp_path):
+    key_file = tmp_path / 'key'
+    key_file.write_text('s3cr3t-key\n')
+    host([show()], [READY])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_file': str(key_file)})
+    assert e.value.args[0]['cause'] == 'api_key_not_enforced'
+    assert e.value.args[0]['diagnosis'].startswith('/v1/models answered 200 to a request without the API key')
     assert 's3cr3t-key' not in json.dumps(e.value.args[0])
 
 
@@ -270,6 +297,7 @@ def test_missing_api_key_file(host):
 def test_api_key_from_the_units_environment_file(host, api, tmp_path):
     env_file = tmp_path / 'sglang-qwen.env'
     env_file.write_text("# managed\nHF_TOKEN='hf_not-this-one'\nSGLANG_API_KEY='env-s3cr3t key'\n")
+    Api.key = 'env-s3cr3t key'
     host([show()], [READY])
     with pytest.raises(ExitJson) as e:
         run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'api_key_env_file': str(env_file)})
