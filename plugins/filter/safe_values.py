@@ -14,6 +14,8 @@ import json
 import posixpath
 import re
 
+from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import scrub, secret_arg_names
+
 # directories a collection must never own, prune or write its releases into
 SYSTEM_ROOTS = frozenset((
     '/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/media', '/mnt', '/opt',
@@ -99,10 +101,18 @@ def is_host_name_or_address(host):
     return 0 < len(text) <= 253 and all(_DNS_LABEL.match(label) for label in labels) and not text.replace('.', '').isdigit()
 
 
+def scrub_secrets(value, secrets=None):
+    """``value`` (any nesting of strings, lists and dicts) with each of ``secrets`` and the value of every
+    secret flag written out in its strings masked."""
+    return scrub(value, [str(s) for s in (secrets or []) if s])
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'root_dir_problems': root_dir_problems,
             'unit_value_problems': unit_value_problems,
             'loopback': is_loopback,
+            'secret_args': secret_arg_names,
+            'scrub_secrets': scrub_secrets,
         }

@@ -15,7 +15,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import root_dir_problem, unit_value_problems
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, root_dir_problem, unit_value_problems
+from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -256,7 +257,7 @@ def multinode_problems(v, hostname, groups):
 def hardening_problems(v):
     problems = []
     host, port = v['sglang_service_host'], v['sglang_service_port']
-    loopback = _is_str(host) and (host in ('localhost', '::1') or host.startswith('127.'))
+    loopback = _is_str(host) and is_loopback(host)
     # a malformed address is refused as such, and an unwanted exposure before its key
     if not _match(r'^[A-Za-z0-9:._-]+$', host):
         pass
@@ -271,13 +272,14 @@ def hardening_problems(v):
             'ansible-vault encrypt_string), or set sglang_service_api_key_waived: true (allowed values: true, false; default '
             'false) when something in front of the port authenticates.' % (host, port))
     envelope, environment = v['sglang_service_envelope'], v['sglang_service_environment']
-    if (isinstance(envelope, dict) and 'api_key' in envelope) or (
-            isinstance(environment, dict) and any(k in environment for k in SECRET_ENVIRONMENT)):
+    secret_keys = secret_arg_names(envelope)
+    if secret_keys or (isinstance(environment, dict) and any(k in environment for k in SECRET_ENVIRONMENT)):
         problems.append(
-            'a secret would be readable by every user of the host: sglang_service_envelope.api_key puts it on the command line '
+            'a secret would be readable by every user of the host: sglang_service_envelope.%s puts it on the command line '
             '(ps, /proc/*/cmdline, systemctl show), and sglang_service_environment\'s SGLANG_API_KEY, HF_TOKEN or '
             'HUGGING_FACE_HUB_TOKEN put it into the unit file (mode 0644) and systemctl show. Set sglang_service_api_key and '
-            'sglang_service_hf_token (Ansible Vault-encrypted) instead; they reach SGLang through a root-only EnvironmentFile.')
+            'sglang_service_hf_token (Ansible Vault-encrypted) instead; they reach SGLang through a root-only EnvironmentFile.'
+            % ', sglang_service_envelope.'.join(secret_keys or ['api_key']))
     if not v['sglang_service_secrets_valid']:
         problems.append(
             'sglang_service_api_key or sglang_service_hf_token contains a single quote, a backslash, a line break or another '

@@ -20,10 +20,15 @@ from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_c
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
 
 MASK = '********'
-# SGLang's own secret-bearing flags (the watermark config holds keys; SGLang redacts it too)
+# The one list of secret-bearing flags, for SGLang and the router alike: the envelope, the router's
+# args, the flag check's failure messages and the fleet report all ask is_secret_flag.
+# SGLang's own (the watermark config holds keys; SGLang redacts it too)
 SECRET_FLAGS = ('--api-key', '--admin-api-key', '--ssl-keyfile-password', '--watermark-config')
-# words, not substrings: --max-total-tokens and --tokenizer-path carry no secret
-_SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token)(?:$|-)')
+# words, not substrings: --max-total-tokens and --tokenizer-path carry no secret; api-key(s) as a
+# pair also catches the router's --control-plane-api-keys
+_SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token|api-keys?)(?:$|-)')
+# `--flag value` or `--flag=value` inside free text (a journal line, a failure message)
+_FLAG_IN_TEXT = re.compile(r'(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(\'[^\']*\'|"[^"]*"|[^\s\'"]+)')
 # argparse accepts a unique prefix of a flag, so `--api-k` still carries the API key
 _MIN_ABBREV = 5
 # complete SGLang flags that happen to be prefixes of a secret one (a path, not a secret)
@@ -44,6 +49,22 @@ def is_secret_flag(flag):
     if name in SECRET_FLAGS or _SECRET_WORD.search(name[2:]):
         return True
     return len(name) >= _MIN_ABBREV and any(secret.startswith(name) for secret in SECRET_FLAGS)
+
+
+def secret_arg_names(args):
+    """The names of a dict of flags (``api_key`` for ``--api-key``) whose flag carries a secret, sorted."""
+    if not isinstance(args, dict):
+        return []
+    return sorted(str(name) for name in args if is_secret_flag('--' + str(name).replace('_', '-')))
+
+
+def scrub_text(text):
+    """Mask the value of every secret flag written out in free text."""
+    def mask(match):
+        if not is_secret_flag(match.group(1)):
+            return match.group(0)
+        return match.group(1) + match.group(2) + MASK
+    return _FLAG_IN_TEXT.sub(mask, text)
 
 
 def secret_values(argv):
@@ -82,12 +103,13 @@ def mask_argv(argv):
 
 
 def scrub(value, secrets):
-    """Replace every secret in every string of a nested value with the mask."""
+    """Replace every secret in every string of a nested value with the mask, and every value of a
+    secret flag written out in it."""
     if isinstance(value, str):
         for secret in secrets:
             if secret:
                 value = value.replace(secret, MASK)
-        return value
+        return scrub_text(value)
     if isinstance(value, list):
         return [scrub(item, secrets) for item in value]
     if isinstance(value, dict):

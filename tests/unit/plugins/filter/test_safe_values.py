@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
-    is_loopback, overlap_problem, root_dir_problems, unit_value_problems)
+    is_loopback, overlap_problem, root_dir_problems, scrub_secrets, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import sglang_router_worker_urls, url_problem
 
 
@@ -96,3 +96,11 @@ def test_a_worker_address_that_would_inject_is_refused_naming_the_host():
 
 def test_an_ipv6_worker_address_is_bracketed():
     assert sglang_router_worker_urls(['g'], {'g': ['h']}, {'h': {'ansible_host': 'fd00::5'}}) == ['http://[fd00::5]:30000']
+
+
+def test_scrub_secrets_masks_given_values_and_secret_flags_at_any_depth():
+    report = {'hosts': [{'diagnosis': {'diagnosis': 'Bearer s3cr3t refused; argv --hf-token hf_abc --port 30000'}}],
+              'markdown': '| ct129 | s3cr3t |', 'summary': {'upgraded': 1}}
+    assert scrub_secrets(report, ['s3cr3t', '', None]) == {
+        'hosts': [{'diagnosis': {'diagnosis': 'Bearer ******** refused; argv --hf-token ******** --port 30000'}}],
+        'markdown': '| ct129 | ******** |', 'summary': {'upgraded': 1}}

@@ -362,3 +362,19 @@ def test_module_without_sglang_fails_even_when_told_not_to(tmp_path):
     with pytest.raises(FailJson) as e:
         _module(args)
     assert e.value.args[0]['msg'].startswith("Cannot ask the sglang of %s about the unit's flags: cannot import" % sys.prefix)
+
+
+def test_one_list_names_the_secret_args_of_sglang_and_the_router():
+    args = {'api_key': 'a', 'admin_api_key': 'b', 'ssl_keyfile_password': 'c', 'control_plane_api_keys': 'd',
+            'ssl_keyfile': '/k.pem', 'max_total_tokens': 8, 'tokenizer_path': '/t', 'retry_max_retries': 3}
+    assert fcu.secret_arg_names(args) == ['admin_api_key', 'api_key', 'control_plane_api_keys', 'ssl_keyfile_password']
+    assert fcu.secret_arg_names(['api_key']) == []
+
+
+def test_scrub_masks_secret_flag_values_written_in_text():
+    text = ("launch_server --api-key k1 --ssl-keyfile /k.pem --admin-api-key='k 2' --control-plane-api-keys=k3 "
+            "--max-total-tokens 4096")
+    assert fcu.scrub_text(text) == (
+        "launch_server --api-key ******** --ssl-keyfile /k.pem --admin-api-key=******** --control-plane-api-keys=******** "
+        "--max-total-tokens 4096")
+    assert fcu.scrub({'d': [text]}, [])['d'][0] == fcu.scrub_text(text)
