@@ -52,11 +52,16 @@ def tls_context(url):
 
 
 class Unreachable(Exception):
-    """No (usable) HTTP answer: connection refused or reset, a timeout, an answer over the cap."""
+    """No (usable) HTTP answer: connection refused or reset, a timeout, an answer over the cap.
 
-    def __init__(self, reason):
+    ``refused`` is True only for a refused connection: nothing listens there. A timeout or a reset
+    says nothing about what runs behind the port.
+    """
+
+    def __init__(self, reason, refused=False):
         Exception.__init__(self, reason)
         self.reason = reason
+        self.refused = refused
 
 
 class TooLarge(Unreachable):
@@ -113,4 +118,5 @@ def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BY
             e.close()
         return e.code, payload
     except (URLError, HTTPException, UrlsConnectionError, socket.error, socket.timeout, ValueError) as e:
-        raise Unreachable(str(getattr(e, 'reason', None) or e))
+        reason = getattr(e, 'reason', None)
+        raise Unreachable(str(reason or e), refused=isinstance(reason or e, ConnectionRefusedError))

@@ -16,7 +16,12 @@ ENDPOINTS = ('/v1/loads?include=core', '/get_load')
 
 
 class NotAnswering(Exception):
-    pass
+    """No answer that says how many requests are in flight: a timeout, a reset, an HTTP error, a body
+    that is no load. The server may be busy: this is never taken for idle."""
+
+
+class NotListening(NotAnswering):
+    """The connection was refused: nothing listens, so nothing is in flight."""
 
 
 class NoLoadEndpoint(Exception):
@@ -48,15 +53,15 @@ class LoadReader(object):
             try:
                 status, raw = http_client.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
             except http_client.Unreachable as e:
-                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e.reason))
+                raise (NotListening if e.refused else NotAnswering)('%s%s: %s' % (self.base_url, endpoint, e.reason))
             if status == 404 and not self.endpoint:
                 continue
             if not 200 <= status < 300:
                 raise NotAnswering('HTTP %s from %s%s' % (status, self.base_url, endpoint))
             try:
-                body = json.loads(raw.decode('utf-8'))
-            except ValueError as e:
-                raise NotAnswering('%s%s: %s' % (self.base_url, endpoint, e))
+                in_flight = in_flight_of(endpoint, json.loads(raw.decode('utf-8')))
+            except (ValueError, TypeError, AttributeError) as e:
+                raise NotAnswering('%s%s answered no load: %s' % (self.base_url, endpoint, e))
             self.endpoint = endpoint
-            return in_flight_of(endpoint, body)
+            return in_flight
         raise NoLoadEndpoint('%s serves neither /v1/loads nor /get_load' % self.base_url)

@@ -18,7 +18,10 @@ description:
   - The load is C(num_running_reqs + num_waiting_reqs) summed over the DP ranks of C(GET /v1/loads?include=core)
     (SGLang 0.5.x); a server without that endpoint is read through the older C(GET /get_load)
     (C(num_reqs + num_waiting_reqs)).
-  - A server that does not answer at all has nothing in flight, so the module returns C(idle=true, answering=false).
+  - A server that refuses the connection has nothing in flight, so the module returns C(idle=true, answering=false).
+  - Idle needs that positive answer, or a load of zero. A timeout, a reset, an HTTP error or a body that is no load says
+    nothing about what runs: the module keeps reading, and when the last read at O(timeout) was such a non-answer it fails,
+    whatever O(fail_on_timeout) says, so that a busy server is never restarted on a guess.
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:
@@ -41,7 +44,9 @@ options:
     type: float
     default: 0.25
   fail_on_timeout:
-    description: Fail when the server is still busy at O(timeout); C(false) returns C(idle=false) instead.
+    description:
+      - Fail when the server still has requests in flight at O(timeout); C(false) returns C(idle=false) instead.
+      - A server that gave no readable load at O(timeout) fails either way.
     type: bool
     default: true
   api_key_env_file:
@@ -106,7 +111,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
-from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_load import LoadReader, NoLoadEndpoint, NotAnswering
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_load import LoadReader, NoLoadEndpoint, NotAnswering, NotListening
 
 
 def read_key(module):
@@ -147,12 +152,14 @@ def run_module():
         now = time.monotonic()
         try:
             in_flight = reader.read()
+            last_problem = None
+        except NotListening:
+            # refused: nothing listens, so nothing can be in flight
+            result.update(idle=True, answering=False, in_flight=None)
+            break
         except NotAnswering as e:
-            # refused or reset: nothing listens, so nothing can be in flight; an HTTP error (a 503
-            # while the server drains itself, a 401) says nothing about the load: keep reading
-            if 'HTTP ' not in str(e):
-                result.update(idle=True, answering=False, in_flight=None)
-                break
+            # a timeout (an overloaded server), a reset, an HTTP error (a 503 while the server drains
+            # itself, a 401) or a body that is no load: nothing known about the load, keep reading
             last_problem = str(e)
             in_flight = None
         except NoLoadEndpoint as e:
@@ -174,10 +181,13 @@ def run_module():
             break
         time.sleep(params['poll_interval'])
     result['elapsed_s'] = round(time.monotonic() - started, 3)
+    if not result['idle'] and last_problem:
+        result['answering'] = False
+        module.fail_json(msg='%s gave no load to read for %s s (last: %s): the server may still be busy, so it is not '
+                             'taken for idle' % (params['base_url'], params['timeout'], last_problem), **result)
     if not result['idle'] and params['fail_on_timeout']:
-        module.fail_json(msg='%s still had %s request(s) in flight after %s s%s' % (
-            params['base_url'], result['in_flight'] if result['in_flight'] is not None else 'an unknown number of',
-            params['timeout'], ' (%s)' % last_problem if last_problem else ''), **result)
+        module.fail_json(msg='%s still had %s request(s) in flight after %s s' % (
+            params['base_url'], result['in_flight'], params['timeout']), **result)
     module.exit_json(**result)
 
 

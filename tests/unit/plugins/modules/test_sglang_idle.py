@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -16,6 +17,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_load as mod_load
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_idle as mod
 
 
@@ -101,9 +103,11 @@ def test_key_from_the_env_file_is_sent_and_kept_out_of_the_result(tmp_path):
         kind, res = run({'base_url': url, 'api_key_env_file': str(env)})
         assert kind is ExitJson and res['idle'] and seen[0][1] == 'Bearer k-4711'
         assert 'k-4711' not in json.dumps(res)
-        # no key file yet (a host without a service): no key, no failure
+        # no key file yet (a host without a service): no key, no failure of its own; the 401 is no load,
+        # so the wait ends failed, even with fail_on_timeout off
         kind, res = run({'base_url': url, 'api_key_env_file': str(tmp_path / 'missing.env'), 'timeout': 0.1, 'fail_on_timeout': False})
-        assert kind is ExitJson and not res['idle']
+        assert kind is FailJson and not res['idle'] and not res['answering']
+        assert res['msg'].startswith('%s gave no load to read for 0.1 s (last: HTTP 401 from %s/v1/loads?include=core)' % (url, url))
     finally:
         server.shutdown()
 
@@ -115,3 +119,48 @@ def test_neither_endpoint_is_a_failure():
     finally:
         server.shutdown()
     assert kind is FailJson and 'serves neither /v1/loads nor /get_load' in res['msg']
+
+
+def silent_server(answer):
+    """A listener that accepts and then answers `answer` bytes (b'': never answers, an overloaded server)."""
+    listener = socket.socket()
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def loop():
+        conns = []
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, dummy = listener.accept()
+            except socket.timeout:
+                continue
+            conns.append(conn)
+            if answer:
+                conn.recv(65536)
+                conn.sendall(answer)
+                conn.close()
+        for conn in conns:
+            conn.close()
+        listener.close()
+    threading.Thread(target=loop, daemon=True).start()
+    return stop, 'http://127.0.0.1:%d' % listener.getsockname()[1]
+
+
+@pytest.mark.parametrize('answer, problem', [
+    (b'', 'timed out'),
+    (b'HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nnot json!', 'answered no load'),
+    (b'HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\n{"loads": "x"}', 'answered no load'),
+])
+def test_no_answer_or_a_bad_one_is_never_idle(monkeypatch, answer, problem):
+    monkeypatch.setattr(mod_load, 'REQUEST_TIMEOUT_S', 0.2)
+    stop, url = silent_server(answer)
+    try:
+        for fail_on_timeout in (True, False):
+            kind, res = run({'base_url': url, 'timeout': 0.5, 'fail_on_timeout': fail_on_timeout})
+            assert kind is FailJson and res['idle'] is False and res['answering'] is False and res['in_flight'] is None
+            assert res['msg'].startswith('%s gave no load to read for 0.5 s (last: ' % url)
+            assert problem in res['msg']
+    finally:
+        stop.set()
