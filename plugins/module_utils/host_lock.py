@@ -89,17 +89,38 @@ def _write(path, lease):
         raise
 
 
-class _Guard(object):
-    """flock on path + '.guard' for the read-decide-write of one call."""
+class GuardTimeout(Exception):
+    """The guard was held by another process for the whole wait."""
 
-    def __init__(self, path):
+
+class Guard(object):
+    """flock on path + '.guard' for a read-decide-write, such as one call's lease update, or a router's
+    read-check-remove of its workers. timeout: seconds to wait for it (None: as long as it takes)."""
+
+    def __init__(self, path, timeout=None, poll_s=0.1):
         self.path = path + '.guard'
+        self.timeout = timeout
+        self.poll_s = poll_s
         self.fd = None
 
     def __enter__(self):
+        ensure_dir(self.path)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+        if self.timeout is None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            return self
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except (IOError, OSError) as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() >= deadline:
+                os.close(self.fd)
+                raise GuardTimeout('%s was held by another run for %s s' % (self.path, self.timeout))
+            time.sleep(self.poll_s)
 
     def __exit__(self, *exc):
         fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -114,7 +135,7 @@ def ensure_dir(path):
 
 def acquire(path, token, lease_s, owner, play, now=None):
     ensure_dir(path)
-    with _Guard(path):
+    with Guard(path):
         current = _read(path)
         result = decide(current, time.time() if now is None else now, token, lease_s, owner, play)
         if result['lease'] is not None:
@@ -126,7 +147,7 @@ def release(path, token):
     """Remove the lease when this run holds it. Returns the lease removed, or None."""
     if not token or not os.path.exists(path):
         return None
-    with _Guard(path):
+    with Guard(path):
         current = _read(path)
         if not current or current.get('token') != token:
             return None

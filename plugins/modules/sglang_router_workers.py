@@ -58,6 +58,15 @@ options:
         fewer healthy workers than this. C(0) allows any removal.
     type: int
     default: 0
+  lock_path:
+    description:
+      - A lock file on the host the module runs on (the router's host). Every call that changes the router holds an
+        C(flock) on it from its read of the worker list, through the O(min_healthy) check and the change, until the
+        router shows the change (with O(wait)); so the drains of two hosts at once are served one after the other, and
+        the second sees the first's removal before it checks O(min_healthy). Check mode takes no lock.
+      - A call waits at most O(timeout) for the lock.
+    type: path
+    default: /run/ddtree-sglang/router-workers.lock
   unit:
     description:
       - The router's systemd unit on the host the module runs on. When set, every poll also reads its state, and a unit that
@@ -142,6 +151,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import systemd
+from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Guard, GuardTimeout
 from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import (
     Router, RouterError, norm, pending, plan, shortfall, unit_broken)
 
@@ -166,9 +176,22 @@ def run_module():
             poll_interval=dict(type='float', default=0.5),
             min_healthy=dict(type='int', default=0),
             unit=dict(type='str'),
+            lock_path=dict(type='path', default='/run/ddtree-sglang/router-workers.lock'),
         ),
         supports_check_mode=True,
     )
+    if module.check_mode:
+        reconcile(module)
+    try:
+        with Guard(module.params['lock_path'], timeout=max(module.params['timeout'], 0)):
+            reconcile(module)
+    except GuardTimeout as e:
+        module.fail_json(msg='another change of the router at %s did not end in time: %s' % (module.params['url'], e),
+                         changed=False, added=[], removed=[], workers=[], pending=[], unit_state={}, elapsed_s=0.0)
+
+
+def reconcile(module):
+    """Read, check, change and wait: the whole of one call, under the caller's lock."""
     started = time.monotonic()
     deadline = started + max(module.params['timeout'], 0)
     state = module.params['state']

@@ -7,7 +7,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import tempfile
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,6 +20,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
 
+from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Guard
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_router_workers as mod
 
 
@@ -86,7 +90,11 @@ def fixture_router():
         server.shutdown()
 
 
+LOCK = os.path.join(tempfile.gettempdir(), 'ddtree-test-router-workers-%d.lock' % os.getpid())
+
+
 def run(args, check=False):
+    args = dict({'lock_path': LOCK}, **args)
     if check:
         args = dict(args, _ansible_check_mode=True)
     with patch_module_args(dict({'poll_interval': 0.01}, **args)):
@@ -159,3 +167,34 @@ def test_a_broken_unit_fails_at_once(router, monkeypatch):
     monkeypatch.setattr(mod, 'journal_tail', lambda module, unit: ['Error starting router: boom'])
     kind, res = run({'url': fake.url, 'workers': [A], 'unit': 'sglang-router.service', 'timeout': 30})
     assert kind is FailJson and 'auto-restart' in res['msg'] and 'boom' in res['msg'] and res['elapsed_s'] < 5
+
+
+def test_two_drains_at_once_are_served_one_after_the_other(router, tmp_path):
+    """The first drain holds the router's lock while it removes B; the second, started meanwhile, waits and
+    then checks min_healthy against the list without B. Unlocked, it would read A, B, C, remove A and leave C alone."""
+    fake = router([A, B, C])
+    lock = str(tmp_path / 'router.lock')
+    first = Guard(lock)
+    first.__enter__()
+
+    def first_drain():
+        time.sleep(0.3)
+        fake.workers = [w for w in fake.workers if w['url'] != B]
+        first.__exit__(None, None, None)
+    thread = threading.Thread(target=first_drain)
+    thread.start()
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent', 'min_healthy': 2, 'lock_path': lock, 'timeout': 5})
+    thread.join()
+    assert kind is FailJson and res['msg'].startswith(
+        'removing %s from the router at %s would leave 1 healthy worker(s), fewer than min_healthy=2' % (A, fake.url))
+    assert sorted(w['url'] for w in fake.workers) == [A, C]
+
+
+def test_a_lock_held_past_the_timeout_changes_nothing(router, tmp_path):
+    fake = router([A, B])
+    lock = str(tmp_path / 'router.lock')
+    with Guard(lock):
+        kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent', 'lock_path': lock, 'timeout': 0.3})
+    assert kind is FailJson and res['msg'] == (
+        'another change of the router at %s did not end in time: %s.guard was held by another run for 0.3 s' % (fake.url, lock))
+    assert fake.calls == [] and len(fake.workers) == 2
