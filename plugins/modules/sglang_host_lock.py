@@ -19,6 +19,8 @@ description:
   - Reading, deciding and writing happen under C(flock) on a guard file beside the lease, so two runs that arrive
     at once are served one after the other; the lease is replaced by rename.
   - The default path is on C(/run), which a reboot empties, so a reboot ends every run that held a lease there.
+  - Taking, renewing and releasing a lease report no change (a run that changes nothing on the host stays unchanged);
+    breaking a stale lease does.
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:
@@ -110,7 +112,7 @@ def main():
         module.fail_json(msg='lease_s must be 1 or more, got %d' % p['lease_s'])
     if p['state'] == 'released':
         removed = host_lock.release(p['path'], p['token'])
-        module.exit_json(changed=removed is not None, token='', action='release' if removed else 'none',
+        module.exit_json(changed=False, token='', action='release' if removed else 'none',
                          lease=removed or {}, broken={})
     result = host_lock.acquire(p['path'], p['token'], p['lease_s'], p['owner'], p['play'])
     if result['action'] == 'refuse':
@@ -119,7 +121,7 @@ def main():
                 'at a time; run again when it has ended (a lease that outlives its run is broken after its expiry).'
                 % (host_lock.describe(result['holder']), p['path']),
             token='', action='refuse', lease=result['holder'], broken={})
-    out = dict(changed=result['action'] != 'renew', token=result['lease']['token'], action=result['action'],
+    out = dict(changed=result['action'] == 'break', token=result['lease']['token'], action=result['action'],
                lease=result['lease'], broken=result['broken'] or {})
     if result['broken']:
         module.warn('broke the stale host lock of %s: its lease had expired' % host_lock.describe(result['broken']))
