@@ -25,6 +25,8 @@ from ansible_collections.ddtree.sglang.plugins.module_utils.proc_net import port
 QUERY_FIELDS = ('index', 'name', 'uuid', 'memory.total', 'driver_version', 'compute_cap')
 _MISSING = ('', '[N/A]', 'N/A', '[Not Supported]', '[Unknown Error]', '[Insufficient Permissions]')
 _CUDA_VERSION = re.compile(r'^\s*CUDA Version\s*:\s*(\S+)', re.MULTILINE)
+# one per GPU in nvidia-smi -q, in index order: the N of the GPU's device node /dev/nvidiaN
+_MINOR_NUMBER = re.compile(r'^\s*Minor Number\s*:\s*(\S+)', re.MULTILINE)
 _SIMULATED = 'SIMULATED'
 NVIDIA_SMI_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin']
 
@@ -77,9 +79,20 @@ def parse_cuda_version(text):
     return _value(found.group(1)) if found else None
 
 
+def parse_minor_numbers(text):
+    """The Minor Number of each GPU section of nvidia-smi -q, in order (None where it says N/A)."""
+    return [_int(_value(m)) for m in _MINOR_NUMBER.findall(text or '')]
+
+
 def build_gpu_facts(csv_text, q_text, fields=QUERY_FIELDS):
     """The gpu_facts fact (the same keys module gpu_facts returns)."""
     gpus = parse_query_csv(csv_text, fields)
+    minors = parse_minor_numbers(q_text)
+    for position, gpu in enumerate(gpus):
+        # -q lists the GPUs in index order; a count that differs matches nothing
+        gpu['minor_number'] = minors[position] if len(minors) == len(gpus) else None
+        number = gpu['minor_number'] if gpu['minor_number'] is not None else gpu['index']
+        gpu['device_node'] = None if number is None else '/dev/nvidia%d' % number
     drivers = [g.pop('driver_version') for g in gpus]
     return {
         'count': len(gpus),

@@ -100,6 +100,16 @@ ansible_facts:
               description: GPU index as nvidia-smi numbers it.
               type: int
               sample: 0
+            minor_number:
+              description:
+                - The driver's minor number of the GPU (C(Minor Number) of C(nvidia-smi -q)); its device node is
+                  C(/dev/nvidia<minor_number>). It need not equal the index. Null when nvidia-smi does not tell.
+              type: int
+              sample: 0
+            device_node:
+              description: The GPU's device node, from its minor number (its index when the minor number is not known).
+              type: str
+              sample: /dev/nvidia0
             name:
               description: Product name.
               type: str

@@ -35,7 +35,8 @@ def test_gpus_as_gpu_facts_returns_them():
     assert facts['count'] == 2 and facts['gpu_classes'] == ['NVIDIA RTX A6000']
     assert facts['driver_version'] == '580.95.05' and facts['cuda_version'] == '13.0' and facts['simulated'] is True
     assert facts['gpus'][1] == {'index': 1, 'name': 'NVIDIA RTX A6000', 'uuid': 'GPU-82a5e7c3-d04a-5cb1-aab2-0bc0efa8622e',
-                                'memory_total_mib': 49140, 'compute_cap': '8.6'}
+                                'memory_total_mib': 49140, 'compute_cap': '8.6', 'minor_number': None,
+                                'device_node': '/dev/nvidia1'}
 
 
 def test_no_nvidia_smi_and_no_driver_are_reported_not_raised():

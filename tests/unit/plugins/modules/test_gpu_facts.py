@@ -110,3 +110,26 @@ def test_module_fails_when_missing(monkeypatch):
         with pytest.raises(FailJson) as e:
             gpu_facts.main()
     assert 'nvidia-smi not found' in e.value.args[0]['msg']
+
+
+Q_TWO_OF_EIGHT = """
+Driver Version                            : 580.95.05
+CUDA Version                              : 13.0
+
+Attached GPUs                             : 2
+GPU 00000000:41:00.0
+    Product Name                          : NVIDIA RTX A6000
+    Minor Number                          : 2
+GPU 00000000:C1:00.0
+    Product Name                          : NVIDIA RTX A6000
+    Minor Number                          : 5
+"""
+
+
+def test_device_nodes_come_from_the_minor_numbers():
+    """A host given two of its eight cards: indices 0 and 1, device nodes /dev/nvidia2 and /dev/nvidia5."""
+    gpus = gpu_facts.build_facts(CSV, Q_TWO_OF_EIGHT)['gpus']
+    assert [(g['index'], g['minor_number'], g['device_node']) for g in gpus] == [(0, 2, '/dev/nvidia2'), (1, 5, '/dev/nvidia5')]
+    # no minor numbers shown: the index stands in
+    gpus = gpu_facts.build_facts(CSV, Q_REAL)['gpus']
+    assert [(g['minor_number'], g['device_node']) for g in gpus] == [(None, '/dev/nvidia0'), (None, '/dev/nvidia1')]
