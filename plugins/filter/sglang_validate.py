@@ -178,6 +178,8 @@ def variable_problems(v, hostname, group_names, groups):
         state_dir_problem = root_dir_problem('sglang_service_state_dir', v['sglang_service_state_dir'])
         if state_dir_problem:
             problems.append(state_dir_problem)
+        else:
+            problems += writable_overlap_problems(v)
 
     limits = []
     if _int(v['sglang_service_verdict_timeout']) < 1:
@@ -251,6 +253,34 @@ def multinode_problems(v, hostname, groups):
     if _is_str(group) and group and isinstance(envelope, dict) and any(k in envelope for k in ('nnodes', 'node_rank', 'dist_init_addr')):
         problems.append('sglang_service_envelope must not hold nnodes, node_rank or dist_init_addr when sglang_service_multinode_group '
                         '(%s) derives them from the inventory.' % group)
+    return problems
+
+
+def _holds(a, b):
+    a, b = a.rstrip('/') + '/', b.rstrip('/') + '/'
+    return a.startswith(b) or b.startswith(a)
+
+
+def writable_overlap_problems(v):
+    """Root-only control directories (sglang_service_state_dir: last known good units; the control
+    directory: the restore script root runs, the pending record) that overlap a directory the service
+    user may write (its StateDirectory= and CacheDirectory=, sglang_service_read_write_paths)."""
+    writable = [(str(path), 'its StateDirectory=' if i == 0 else 'its CacheDirectory=')
+                for i, path in enumerate(v.get('__sglang_service_user_dirs') or [])]
+    writable += [(str(p).lstrip('-'), 'sglang_service_read_write_paths') for p in v['sglang_service_read_write_paths']
+                 if _match('^-?/', p)]
+    control = [('sglang_service_state_dir', v['sglang_service_state_dir'])]
+    if v.get('__sglang_service_control_dir'):
+        control.append(('the control directory', v['__sglang_service_control_dir']))
+    problems = []
+    for name, path in control:
+        clashes = ['%s (%s)' % (w, why) for w, why in writable if _holds(path, w)]
+        if clashes:
+            problems.append(
+                '%s (%s) overlaps what the service user %s may write: %s. Root runs the restore script and restores the '
+                'last known good unit from there, so the service user could replace them. Choose a sglang_service_state_dir '
+                'and sglang_service_read_write_paths apart from each other, or another sglang_service_user.'
+                % (name, path, v['sglang_service_user'], ', '.join(clashes)))
     return problems
 
 

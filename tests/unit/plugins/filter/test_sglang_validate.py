@@ -27,6 +27,7 @@ VALUES = {
     'sglang_service_api_key_waived': False, 'sglang_service_secrets_valid': True, 'sglang_service_multinode_group': '',
     'sglang_service_dist_init_port': 25000, 'sglang_service_node_address': 'ddtree-lab-ct129',
     '__sglang_service_home_roots': ['/root', '/home', '/run/user'], '__sglang_service_unit': 'sglang-qwen.service',
+    '__sglang_service_user_dirs': ['/var/lib/sglang', '/var/cache/sglang'], '__sglang_service_control_dir': '/etc/ddtree-sglang',
     'ml_env_root': '/opt/ddtree/ml-env',
 }
 GPUS = {'count': 2, 'gpu_classes': ['NVIDIA RTX A6000'], 'gpus': [], 'driver_version': '580.95.05', 'cuda_version': '13.0',
@@ -83,6 +84,12 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_envelope': envelope(admin_api_key='x', ssl_keyfile_password='y')},
      ['sglang_service_envelope.admin_api_key, sglang_service_envelope.ssl_keyfile_password puts it on the command line']),
     ({'sglang_service_host': '127.example.com', 'sglang_service_expose_api': False}, ['127.example.com, which is not a loopback']),
+    ({'sglang_service_state_dir': '/var/lib/sglang'},
+     ['sglang_service_state_dir (/var/lib/sglang) overlaps what the service user sglang may write: /var/lib/sglang (its '
+      'StateDirectory=). Root runs the restore script']),
+    ({'sglang_service_read_write_paths': ['-/etc/ddtree-sglang/x']},
+     ['the control directory (/etc/ddtree-sglang) overlaps what the service user sglang may write: /etc/ddtree-sglang/x '
+      '(sglang_service_read_write_paths)']),
     ({'sglang_service_host': '0.0.0.0'}, ['not a loopback address', 'sglang_service_expose_api: true', 'allowed values: true, false']),
     ({'sglang_service_host': '0.0.0.0', 'sglang_service_expose_api': True},
      ['without a key', 'sglang_service_api_key_waived: true']),
