@@ -20,7 +20,7 @@ description:
     (C(num_reqs + num_waiting_reqs)).
   - A server that refuses the connection has nothing in flight, so the module returns C(idle=true, answering=false).
   - Idle needs that positive answer, or a load of zero. A timeout, a reset, an HTTP error or a body that is no load says
-    nothing about what runs: the module keeps reading, and when the last read at O(timeout) was such a non-answer it fails,
+    nothing about what runs, so the module keeps reading; when the last read at O(timeout) was such a non-answer it fails,
     whatever O(fail_on_timeout) says, so that a busy server is never restarted on a guess.
 author:
   - ddtree.sglang maintainers (@ddtree)
