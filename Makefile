@@ -7,8 +7,8 @@ demo:  ## set up, start lab hosts ct129 + ct200, deploy (healthy), then the fiel
 test:  ## every test: units, lab units, lint, sanity, changelog, docs, build, molecule scenarios
 	scripts/test.sh
 
-check:  ## the inner loop, no lab hosts, within 5 minutes: units, lint, sanity, changelog, docs, build
-	scripts/test.sh units lint sanity changelog docs build
+check:  ## the inner loop, no lab hosts, within 5 minutes: units, lint, sanity, changelog, docs, build, playbooks
+	scripts/test.sh units lint sanity changelog docs build playbooks
 
 setup:
 	scripts/setup.sh

@@ -26,6 +26,8 @@ stage_units() { copy_collection && (cd "$COLLECTION" && ansible-test units --pyt
 # two workers, one file each: the module fixtures (a venv from the wheelhouse) are built once
 stage_lab_units() { python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile lab/tests ; }
 stage_lint() { ansible-lint --profile production ; }
+# behaviour playbooks that need no lab host: they run the role's own task files on the controller
+stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint ; }
 stage_docs() { scripts/role_docs.sh --check ; }
@@ -60,7 +62,7 @@ stage_molecule_zero_downtime() { molecule test -s zero_downtime ; }
 # hosts, then hardening, bad_input and fleet, which assert nothing about time (default's one upper
 # time bound, the verdict within 5 s of the fatal line, has seconds to spare); zero_downtime
 # compares latencies: it runs alone.
-STAGES=("molecule_default+units,lab_units,lint,sanity,changelog,docs,build,molecule_hardening,molecule_bad_input,molecule_fleet"
+STAGES=("molecule_default+units,lab_units,lint,sanity,changelog,docs,build,playbooks,molecule_hardening,molecule_bad_input,molecule_fleet"
         molecule_zero_downtime)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
