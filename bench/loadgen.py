@@ -1,7 +1,9 @@
 """Bounded load through an sglang-router, for the lab only (stdlib).
 
 Sends a fixed number of /generate requests at a fixed rate (open loop: one thread per request,
-so a slow answer does not slow the sender), then stops by itself. Every request is recorded
+so a slow answer does not slow the sender), then stops by itself. Each request asks for a
+number of new tokens drawn from --max-new-tokens LOW-HIGH with a fixed seed, so generation
+times vary the same way in every run (the lab's simulator takes 10 ms a token). Every request is recorded
 with the phase it was sent in, its outcome and latency; the phase comes from a control file
 that another process rewrites (before, during, after; `stop` ends sending early). While it runs
 it samples the router's GET /workers and records how many workers are listed healthy.
@@ -9,16 +11,21 @@ it samples the router's GET /workers and records how many workers are listed hea
 Traffic goes only to the lab: the router's address must be loopback or inside --lab-net (podman's
 default network). Output: one JSON line per request (--out), a JSON summary (--summary) and a
 table on stdout: sent, ok, failed, p50/p99 per phase, and the fewest healthy workers seen.
+p50/p99 are of the answered requests; p99_all counts a failed or dropped request as slower than
+every answer, so more than 1 % failed leaves no p99_all (None) and a latency check on it fails.
 
   python3 loadgen.py --url http://127.0.0.1:30080 --requests 1200 --rate 8 \\
       --phase-file /run/zd/phase --out /run/zd/requests.jsonl --summary /run/zd/summary.json
   python3 loadgen.py --summarize /run/zd/requests.jsonl     # the table again, from a record
+  python3 loadgen.py --summarize requests.jsonl.gz --json   # the summary's JSON, from a kept record
 """
 
 import argparse
+import gzip
 import ipaddress
 import json
 import os
+import random
 import socket
 import sys
 import threading
@@ -47,12 +54,28 @@ def lab_only(url, nets):
 
 
 def percentile(values, pct):
-    """Nearest rank: the smallest value with at least pct % of the values at or below it."""
+    """Nearest rank: the smallest value with at least pct % of the values at or below it.
+    None stands for a failed request: it ranks above every number, and a rank landing on one gives None."""
     if not values:
         return None
-    ordered = sorted(values)
+    ordered = sorted(values, key=lambda v: (v is None, v or 0))
     rank = max(1, -(-len(ordered) * pct // 100))
     return ordered[int(rank) - 1]
+
+
+def token_counts(requests, low, high, seed=0):
+    """The new tokens each request asks for: the same sequence for the same seed and range."""
+    draw = random.Random(seed)
+    return [draw.randint(low, high) for _ in range(requests)]
+
+
+def token_range(text):
+    """LOW-HIGH (or one number) for --max-new-tokens."""
+    low, _, high = text.partition("-")
+    low, high = int(low), int(high or low)
+    if not 1 <= low <= high:
+        raise argparse.ArgumentTypeError(f"--max-new-tokens {text!r}: want LOW-HIGH with 1 <= LOW <= HIGH")
+    return low, high
 
 
 class Recorder:
@@ -86,9 +109,9 @@ def read_phase(path, last):
         return last
 
 
-def one_request(args, index, phase, recorder):
+def one_request(args, index, phase, recorder, max_new_tokens):
     body = json.dumps({"text": f"zero downtime request {index}",
-                       "sampling_params": {"max_new_tokens": args.max_new_tokens}}).encode()
+                       "sampling_params": {"max_new_tokens": max_new_tokens}}).encode()
     req = urllib.request.Request(args.url.rstrip("/") + "/generate", data=body, headers={"Content-Type": "application/json"})
     sent = time.time()
     start = time.monotonic()
@@ -104,7 +127,7 @@ def one_request(args, index, phase, recorder):
     except (urllib.error.URLError, OSError, ValueError) as exc:
         error = f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
     recorder.add({"i": index, "phase": phase, "sent": round(sent, 4), "latency_s": round(time.monotonic() - start, 4),
-                  "status": status, "ok": status == 200 and error is None, "error": error})
+                  "tokens": max_new_tokens, "status": status, "ok": status == 200 and error is None, "error": error})
 
 
 def sample_capacity(args, recorder, phase_ref, stop):
@@ -134,8 +157,10 @@ def summarize(records, capacity=None):
         for record in subset:
             if not record["ok"]:
                 errors[record["error"] or f"HTTP {record['status']}"] = errors.get(record["error"] or f"HTTP {record['status']}", 0) + 1
+        every = ok + [None] * (len(subset) - len(ok))
         entry = {"sent": len(subset), "ok": len(ok), "failed": len(subset) - len(ok),
-                 "p50_s": percentile(ok, 50), "p99_s": percentile(ok, 99), "max_s": max(ok) if ok else None, "errors": errors}
+                 "p50_s": percentile(ok, 50), "p99_s": percentile(ok, 99), "max_s": max(ok) if ok else None,
+                 "p99_all_s": percentile(every, 99), "errors": errors}
         if capacity is not None:
             seen = [c["healthy"] for c in capacity if (name == "total" or c["phase"] == name) and c["healthy"] is not None]
             entry["min_healthy_workers"] = min(seen) if seen else None
@@ -150,10 +175,11 @@ def summarize(records, capacity=None):
 def table(summary):
     def ms(value):
         return "-" if value is None else f"{value * 1000:.0f} ms"
-    lines = [f"{'phase':<8} {'sent':>6} {'ok':>6} {'failed':>6} {'p50':>9} {'p99':>9} {'max':>9} {'min healthy':>12}"]
+    lines = [f"{'phase':<8} {'sent':>6} {'ok':>6} {'failed':>6} {'p50':>9} {'p99':>9} {'max':>9} {'p99 all':>9} {'min healthy':>12}"]
     for name, entry in list(summary["phases"].items()) + [("total", summary["total"])]:
         lines.append(f"{name:<8} {entry['sent']:>6} {entry['ok']:>6} {entry['failed']:>6} {ms(entry['p50_s']):>9} "
-                     f"{ms(entry['p99_s']):>9} {ms(entry['max_s']):>9} {str(entry.get('min_healthy_workers', '-')):>12}")
+                     f"{ms(entry['p99_s']):>9} {ms(entry['max_s']):>9} {ms(entry['p99_all_s']):>9} "
+                     f"{str(entry.get('min_healthy_workers', '-')):>12}")
         for error, count in sorted(entry["errors"].items()):
             if name != "total":
                 lines.append(f"         {count} x {error}")
@@ -169,6 +195,7 @@ def run(args):
     sampler = threading.Thread(target=sample_capacity, args=(args, recorder, phase_ref, stop), daemon=True)
     sampler.start()
     threads = []
+    tokens = token_counts(args.requests, *args.max_new_tokens, seed=args.seed)
     started = time.monotonic()
     stopped_early = False
     for index in range(args.requests):
@@ -180,7 +207,7 @@ def run(args):
         if phase_ref[0] == "stop":
             stopped_early = True
             break
-        thread = threading.Thread(target=one_request, args=(args, index, phase_ref[0], recorder), daemon=True)
+        thread = threading.Thread(target=one_request, args=(args, index, phase_ref[0], recorder, tokens[index]), daemon=True)
         thread.start()
         threads.append(thread)
     deadline = time.monotonic() + args.timeout + 5
@@ -215,7 +242,9 @@ def main(argv=None):
     parser.add_argument("--url", default="http://127.0.0.1:30080", help="the router's base URL (loopback or lab network)")
     parser.add_argument("--requests", type=int, default=600, help="requests to send at most")
     parser.add_argument("--rate", type=float, default=8.0, help="requests per second")
-    parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=token_range, default=(8, 8), metavar="LOW-HIGH",
+                        help="new tokens per request, drawn uniformly (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the token draw")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one request may take")
     parser.add_argument("--phase-file", help="file holding the current phase (before, during, after; stop ends early)")
     parser.add_argument("--sample-s", type=float, default=0.5, help="seconds between two reads of the router's workers")
@@ -223,12 +252,15 @@ def main(argv=None):
     parser.add_argument("--out", help="JSON lines, one per request")
     parser.add_argument("--summary", help="JSON summary")
     parser.add_argument("--keep-samples", action="store_true", help="put every capacity sample into the summary")
-    parser.add_argument("--summarize", metavar="JSONL", help="print the table of a recorded run and exit")
+    parser.add_argument("--summarize", metavar="JSONL", help="print the table of a recorded run (.jsonl or .jsonl.gz) and exit")
+    parser.add_argument("--json", action="store_true", help="with --summarize: print the summary as JSON")
     args = parser.parse_args(argv)
     args.lab_net = args.lab_net or [LAB_NET]
     if args.summarize:
-        with open(args.summarize, encoding="utf-8") as handle:
-            print(table(summarize([json.loads(line) for line in handle if line.strip()])))
+        opener = gzip.open if args.summarize.endswith(".gz") else open
+        with opener(args.summarize, "rt", encoding="utf-8") as handle:
+            summary = summarize([json.loads(line) for line in handle if line.strip()])
+        print(json.dumps(summary, indent=1) if args.json else table(summary))
         return 0
     if args.requests < 1 or args.rate <= 0:
         parser.error("--requests must be at least 1 and --rate above 0")

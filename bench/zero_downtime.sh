@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The zero-downtime upgrade under load, drained and not (not a test; CI never runs it).
-# Brings up the zero_downtime scenario's lab (sglang-router 0.3.2 with retries off on lab-router,
-# four serving lab hosts), then runs molecule/zero_downtime/load_upgrade.yml twice: a full
-# upgrade.yml while bench/loadgen.py sends 8 /generate requests a second through the router,
-# first with drain and rejoin (release 2), then without (release 3, sglang_router_routers=[]).
-# In both, lab-zd3's new version fails and is rolled back. Prints requests sent, failed, p50 and
-# p99 before and during the upgrade for both runs, and writes bench/results/zero_downtime.{md,json}.
-# About 12 minutes on an idle 2-core machine (733 s on 2026-11-29: lab 196 s, then two upgrades of about
-# 4 minutes each under the load). Other molecule runs on the machine: wrap it in their lock,
+# Brings up the zero_downtime scenario's lab (sglang-router 0.3.2 on lab-router with its default
+# retries, four serving lab hosts), then runs molecule/zero_downtime/load_upgrade.yml three times:
+# a full upgrade.yml while bench/loadgen.py sends 8 /generate requests a second through the router
+# (10-90 new tokens each, seeded: 0.1-0.9 s generations),
+#   drain             with drain and rejoin (release 2), router retries at their default
+#   no-drain          without (release 3, sglang_router_routers=[]), router retries at their default
+#   no-drain-retries-off  without, after the router is redeployed with --disable-retries (release 4)
+# In each, lab-zd3's new version fails and is rolled back. Prints requests sent, failed, p50 and
+# p99 before and during each upgrade (and p99 counting failures), writes
+# bench/results/zero_downtime.{md,json} and keeps every request's record, compressed, in
+# bench/results/zero_downtime-requests-<run>.jsonl.gz (bench/loadgen.py --summarize FILE --json
+# recomputes the figures from one). About 20 minutes on an idle 2-core machine. Other molecule runs
+# on the machine: wrap it in their lock,
 #   flock /tmp/ddtree-molecule.lock bench/zero_downtime.sh
 # Usage: bench/zero_downtime.sh [--keep]  (--keep: leave the hosts up)
 set -euo pipefail
@@ -24,45 +29,62 @@ start=$SECONDS
 
 molecule destroy -s zero_downtime >/dev/null
 molecule create -s zero_downtime >/dev/null
-molecule converge -s zero_downtime >/dev/null
-echo "zero_downtime: lab up and deployed in $((SECONDS - start)) s"
-ZD_OUT=$OUT ZD_ASSERT=false ZD_DRAIN=true ZD_RELEASE=2 molecule verify -s zero_downtime >"$OUT/run-drain.log" 2>&1
-echo "zero_downtime: drained run done at $((SECONDS - start)) s"
-ZD_OUT=$OUT ZD_ASSERT=false ZD_DRAIN=false ZD_RELEASE=3 molecule verify -s zero_downtime >"$OUT/run-no-drain.log" 2>&1
-echo "zero_downtime: undrained run done at $((SECONDS - start)) s"
+ZD_ROUTER_RETRIES=default molecule converge -s zero_downtime >"$OUT/converge.log" 2>&1
+echo "zero_downtime: lab up and deployed in $((SECONDS - start)) s (router retries at their default)"
+run() {  # label drain release
+  ZD_ROUTER_RETRIES=${RETRIES} ZD_OUT=$OUT ZD_ASSERT=false ZD_LABEL=$1 ZD_DRAIN=$2 ZD_RELEASE=$3 \
+    molecule verify -s zero_downtime >"$OUT/run-$1.log" 2>&1
+  echo "zero_downtime: run $1 done at $((SECONDS - start)) s"
+}
+RETRIES=default run drain true 2
+RETRIES=default run no-drain false 3
+# the router again, with --disable-retries (converge also puts the serving hosts back on release 1)
+ZD_ROUTER_RETRIES=off molecule converge -s zero_downtime >"$OUT/converge-retries-off.log" 2>&1
+echo "zero_downtime: router redeployed with retries off at $((SECONDS - start)) s"
+RETRIES=off run no-drain-retries-off false 4
 [ "${1:-}" = "--keep" ] || molecule destroy -s zero_downtime >/dev/null
+for label in drain no-drain no-drain-retries-off; do
+  cp "$OUT/requests-$label.jsonl.gz" "$ROOT/bench/results/zero_downtime-requests-$label.jsonl.gz"
+done
 
 python3 - "$OUT" "$((SECONDS - start))" <<'PY'
 import datetime, json, os, sys
 out, wall = sys.argv[1], sys.argv[2]
 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 load = open("/proc/loadavg").read().split()[:3]
-rows, doc = [], {"command": "bench/zero_downtime.sh", "date": when, "wall_s": int(wall), "loadavg_at_end": load, "runs": {}}
-for label in ("drain", "no-drain"):
+runs = [("drain", "default", "drained (upgrade.yml)", 2), ("no-drain", "default", "not drained", 3),
+        ("no-drain-retries-off", "off", "not drained, router retries off", 4)]
+doc = {"command": "bench/zero_downtime.sh", "date": when, "wall_s": int(wall), "loadavg_at_end": load,
+       "tokens_per_request": "10-90", "rate_per_s": 8, "runs": {}}
+reports = sorted(f for f in os.listdir(os.path.join(out, "reports")) if f.endswith(".json"))
+rows = []
+def ms(v):
+    return "none (over 1 % failed)" if v is None else f"{v * 1000:.0f}"
+for n, (label, retries, title, release) in enumerate(runs):
     s = json.load(open(os.path.join(out, f"summary-{label}.json")))
     s.pop("capacity", None)
-    reports = sorted(f for f in os.listdir(os.path.join(out, "reports")) if f.endswith(".json"))
+    s["router_retries"], s["release"], s["records"] = retries, release, f"bench/results/zero_downtime-requests-{label}.jsonl.gz"
     s["upgrade"] = None
-    if len(reports) == 2:
-        # the drained run's report first (release 2), then the undrained one (release 3)
-        r = json.load(open(os.path.join(out, "reports", reports[0 if label == "drain" else 1])))
+    if len(reports) == len(runs):
+        r = json.load(open(os.path.join(out, "reports", reports[n])))
         s["upgrade"] = {"wall_s": r["wall_s"], "outcomes": {h["host"]: h["outcome"] for h in r["hosts"]}}
     doc["runs"][label] = s
-    ph = s["phases"]
-    def ms(v):
-        return "-" if v is None else f"{v * 1000:.0f}"
-    b, d = ph.get("before", {}), ph.get("during", {})
-    errors = ", ".join(f"{n} x {e}" for e, n in sorted(s["total"]["errors"].items())) or "none"
-    rows.append(f"| {label} | {s['total']['sent']} | {s['total']['failed']} | {d.get('failed', '-')} | {ms(b.get('p50_s'))} | "
-                f"{ms(b.get('p99_s'))} | {ms(d.get('p50_s'))} | {ms(d.get('p99_s'))} | {ms(d.get('max_s'))} | "
-                f"{s['total'].get('min_healthy_workers')} | {errors} |")
-table = "\n".join(["| upgrade | sent | failed | failed during | p50 before ms | p99 before ms | p50 during ms | p99 during ms "
-                   "| max during ms | fewest healthy workers | errors |", "|---|---|---|---|---|---|---|---|---|---|---|"] + rows)
+    b, d = s["phases"].get("before", {}), s["phases"].get("during", {})
+    errors = ", ".join(f"{c} x {e}" for e, c in sorted(s["total"]["errors"].items())) or "none"
+    rows.append(f"| {label} | {retries} | {s['total']['sent']} | {s['total']['failed']} | {d.get('failed', '-')} | "
+                f"{ms(b.get('p50_s'))} / {ms(b.get('p99_s'))} | {ms(d.get('p50_s'))} / {ms(d.get('p99_s'))} | "
+                f"{ms(d.get('p99_all_s'))} | {ms(d.get('max_s'))} | {s['total'].get('min_healthy_workers')} | {errors} |")
+table = "\n".join(["| run | router retries | sent | failed | failed during | p50 / p99 before ms | p50 / p99 during ms "
+                   "| p99 during, failures counted, ms | max during ms | fewest healthy workers | errors |",
+                   "|---|---|---|---|---|---|---|---|---|---|---|"] + rows)
 print(table)
 head = (f"# Zero-downtime upgrade under load (bench/zero_downtime.sh)\n\n{when}, {wall} s wall, load average at the end "
         f"{' '.join(load)}. drain: upgrade.yml with drain and rejoin (release 2); no-drain: the same upgrade with "
-        "sglang_router_routers=[] (release 3), on the same hosts right after. Both: 8 /generate requests a second through "
-        "sglang-router 0.3.2 (retries off), 0.5 s generations, lab-zd3's new version fails and is rolled back.\n\n")
+        "sglang_router_routers=[] (release 3); no-drain-retries-off: the same after the router was redeployed with "
+        "--disable-retries (release 4); on the same hosts, one after another. All: 8 /generate requests a second through "
+        "sglang-router 0.3.2, 10-90 new tokens a request (0.1-0.9 s generations), lab-zd3's new version fails and is "
+        "rolled back. p50/p99 are of the answered requests; the failures-counted p99 ranks a failed request above every "
+        "answer. Per-request records: bench/results/zero_downtime-requests-<run>.jsonl.gz.\n\n")
 open(os.path.join(out, "..", "zero_downtime.md"), "w").write(head + table + "\n")
 json.dump(doc, open(os.path.join(out, "..", "zero_downtime.json"), "w"), indent=1)
 PY
