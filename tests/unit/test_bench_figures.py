@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every benchmark figure quoted in README.md and docs/benchmarks.md matches its record in bench/results/.
+
+Each table of docs/benchmarks.md that quotes a benchmark is recomputed here from the JSON the
+benchmark wrote (medians, spreads, ratios, counts, percentiles), cell by cell; the zero-downtime
+JSON is recomputed in turn from the kept per-request records. A figure edited by hand, or a rerun
+whose records were not copied into the docs, fails here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import gzip
+import importlib.util
+import json
+import os
+import re
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+RESULTS = os.path.join(ROOT, 'bench', 'results')
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts), encoding='utf-8') as handle:
+        return handle.read()
+
+
+def record(name):
+    return json.loads(read('bench', 'results', name))
+
+
+def section(text, heading):
+    """The text under a '## heading' up to the next '## '."""
+    start = text.index('## ' + heading)
+    end = text.find('\n## ', start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def tables(text):
+    """Every markdown table in text, as a list of rows, each a dict from header to cell."""
+    found, lines = [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith('|') and i + 1 < len(lines) and re.match(r'^\|(\s*-+\s*\|)+$', lines[i + 1]):
+            header = [c.strip() for c in lines[i].strip('|').split('|')]
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith('|'):
+                rows.append(dict(zip(header, [c.strip() for c in lines[i].strip().strip('|').split('|')])))
+                i += 1
+            found.append(rows)
+        else:
+            i += 1
+    return found
+
+
+BENCHMARKS = read('docs', 'benchmarks.md')
+README = read('README.md')
+
+
+# --- unchanged deploy ---------------------------------------------------------------------------
+
+def test_deploy_noop_tables_and_readme():
+    noop = record('deploy_noop.json')
+    text = section(BENCHMARKS, 'Unchanged deploy')
+    runs, failing = tables(text)[:2]
+    for row, side in zip(runs, ('base', 'head')):
+        data = noop[side]
+        assert row['commit'] == data['commit']
+        assert int(row['tasks']) == data['tasks']
+        assert float(row['seconds (median)']) == data['median_s']
+        assert [float(v) for v in row['runs'].split(',')] == data['seconds']
+    for row, side in zip(failing, ('base', 'head')):
+        data = noop[side]
+        assert float(row['wall s']) == data['failed_seconds'][0]
+        assert float(row['crash seen after s']) == data['failed_crash_s'][0]
+        assert float(row['wall beyond the crash s']) == round(data['failed_seconds'][0] - data['failed_crash_s'][0], 1)
+    assert 'Ratio %.2fx (before / this tree)' % noop['ratio'] in text
+    assert 'runs %d tasks in %s s on a lab host (%d tasks\nand %s s before' % (
+        noop['head']['tasks'], noop['head']['median_s'], noop['base']['tasks'], noop['base']['median_s']) in README
+
+
+# --- fleet upgrade ------------------------------------------------------------------------------
+
+def test_fleet_upgrade_tables():
+    fleet = record('fleet_upgrade.json')
+    runs = fleet['runs']
+    by_size, by_16 = tables(section(BENCHMARKS, 'Fleet upgrade'))[:2]
+    assert by_size
+    for row in by_size:
+        hosts = int(row['hosts'].split()[0])
+        batched = [r for r in runs if r['hosts'] == hosts and r['name'] == 'batched'][0]
+        one = [r for r in runs if r['hosts'] == hosts and r['name'] == 'one_at_a_time'][0]
+        assert ('earlier run' in row['hosts']) == ('earlier' in batched)
+        assert row['batched (canary + 50%)'] == '%.0f s' % batched['wall_s']
+        assert row['one at a time (serial 1)'] == '%.0f s' % one['wall_s']
+        assert row['one at a time / batched'] == '%.2fx' % (one['wall_s'] / batched['wall_s'])
+        assert row['waves'] == '%d / %d' % (batched['waves'], one['waves'])
+        assert row['deploy s per host (batched / one)'] == '%s / %s' % (batched['mean_deploy_s'], one['mean_deploy_s'])
+        assert row['control overhead s per host (batched / one)'] == '%s / %s' % (
+            batched['mean_overhead_s'], one['mean_overhead_s'])
+    base = [r for r in runs if r['hosts'] == 16 and r['name'] == 'batched'][0]
+    for row in by_16:
+        run = [r for r in runs if r['hosts'] == 16 and r['name'] == row['16 hosts']][0]
+        assert int(row['forks']) == run['forks']
+        assert row['strategy'] == run['strategy']
+        assert row['wall'] == '%.0f s' % run['wall_s']
+        assert row['vs batched, forks 10, linear'] == '%.2fx' % (run['wall_s'] / base['wall_s'])
+        assert float(row['deploy s per host']) == run['mean_deploy_s']
+    machine = fleet['machine']
+    assert ('%d s containers, %d s `lab/prepare.yml`, %d s first deploy' % (
+        machine['containers_s'], machine['prepare_s'], machine['first_deploy_s'])) in BENCHMARKS
+    assert '%d MiB for all 16' % machine['mem_used_by_fleet_mib'] in BENCHMARKS.replace('\n', ' ')
+
+
+# --- verdict latency ----------------------------------------------------------------------------
+
+ARMS = (('module', 'module'), ('strong loop', 'strong'), ('uri loop', 'uri'), ('wait_for', 'wait_for'))
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def _all_right(recs):
+    return bool(recs) and all(r['right'] for r in recs)
+
+
+def _cell(recs):
+    """bench/templates/verdict_latency.md.j2's cell, from the records."""
+    if not recs:
+        return 'not run'
+    xs = [float(r['fault_to_verdict_s']) for r in recs]
+    verdicts = []
+    for r in recs:
+        v = r['verdict'] + ((' ' + r['cause']) if r['cause'] else '')
+        if v not in verdicts:
+            verdicts.append(v)
+    right = sum(1 for r in recs if r['right'])
+    judged = 'right' if right == len(recs) else ('**WRONG**' if right == 0 else 'right %d/%d' % (right, len(recs)))
+    return '%.2f s (%.2f-%.2f), %s, %s, %d runs' % (_median(xs), min(xs), max(xs), ' / '.join(verdicts), judged, len(recs))
+
+
+def _ratio(base, module):
+    if not base:
+        return '-'
+    if not _all_right(base):
+        return 'n/a (wrong verdict)'
+    b = _median([float(r['fault_to_verdict_s']) for r in base])
+    m = _median([float(r['fault_to_verdict_s']) for r in module])
+    if not _all_right(module) or m <= 0:
+        return 'n/a'
+    return ('%.0fx' if b / m >= 10 else '%.1fx') % (b / m)
+
+
+def verdict_runs():
+    records = record('verdict_latency.json')
+
+    def runs(case, method):
+        return [r for r in records if r['case'] == case and r['method'] == method]
+    return records, runs
+
+
+def test_verdict_latency_table():
+    records, runs = verdict_runs()
+    rows = tables(section(BENCHMARKS, 'Verdict latency'))[0]
+    cases = sorted({r['case'] for r in records})
+    assert sorted(row['case (fault event)'].split(' (')[0] for row in rows) == cases
+    for row in rows:
+        case = row['case (fault event)'].split(' (')[0]
+        for header, method in ARMS:
+            assert row[header] == _cell(runs(case, method)), (case, method)
+        module = runs(case, 'module')
+        for header, method in (('strong / module', 'strong'), ('uri / module', 'uri'), ('wait_for / module', 'wait_for')):
+            assert row[header] == _ratio(runs(case, method), module), (case, method)
+
+
+def test_verdict_latency_every_arm_ran_five_times_on_the_headline_case():
+    _, runs = verdict_runs()
+    for _, method in ARMS:
+        assert len(runs('field_notes_crash_33s', method)) >= 5
+
+
+def test_readme_headline_is_against_the_strongest_baseline():
+    _, runs = verdict_runs()
+    module, strong = runs('field_notes_crash_33s', 'module'), runs('field_notes_crash_33s', 'strong')
+    m = _median([r['fault_to_verdict_s'] for r in module])
+    s = _median([r['fault_to_verdict_s'] for r in strong])
+    headline = re.search(r'\*\*(\S+) sooner\*\* than the strongest loop an operator writes[^(]*\(([0-9.]+) s against ([0-9.]+) s',
+                         README.replace('\n', ' '))
+    assert headline, 'README has no headline ratio against the strongest baseline'
+    assert headline.groups() == (_ratio(strong, module), '%.2f' % m, '%.2f' % s)
+
+
+# --- zero-downtime upgrade ----------------------------------------------------------------------
+
+def _ms(value):
+    return 'none (over 1 % failed)' if value is None else '%.0f' % (value * 1000)
+
+
+def zd_row(label, run):
+    before, during = run['phases'].get('before', {}), run['phases'].get('during', {})
+    errors = ', '.join('%d x %s' % (n, e) for e, n in sorted(run['total']['errors'].items())) or 'none'
+    return {'run': label, 'router retries': run['router_retries'], 'sent': str(run['total']['sent']),
+            'failed': str(run['total']['failed']), 'failed during': str(during.get('failed', '-')),
+            'p50 / p99 before ms': '%s / %s' % (_ms(before.get('p50_s')), _ms(before.get('p99_s'))),
+            'p50 / p99 during ms': '%s / %s' % (_ms(during.get('p50_s')), _ms(during.get('p99_s'))),
+            'p99 during, failures counted, ms': _ms(during.get('p99_all_s')), 'max during ms': _ms(during.get('max_s')),
+            'fewest healthy workers': str(run['total'].get('min_healthy_workers')), 'errors': errors}
+
+
+def test_zero_downtime_table():
+    zd = record('zero_downtime.json')
+    rows = tables(section(BENCHMARKS, 'Zero-downtime upgrade'))[0]
+    assert [row['run'] for row in rows] == list(zd['runs'])
+    for row in rows:
+        assert row == zd_row(row['run'], zd['runs'][row['run']])
+
+
+@pytest.mark.parametrize('label', ['drain', 'no-drain', 'no-drain-retries-off'])
+def test_zero_downtime_record_recomputes_its_summary(label):
+    spec = importlib.util.spec_from_file_location('loadgen', os.path.join(ROOT, 'bench', 'loadgen.py'))
+    loadgen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loadgen)
+    run = record('zero_downtime.json')['runs'][label]
+    with gzip.open(os.path.join(ROOT, run['records']), 'rt', encoding='utf-8') as handle:
+        summary = loadgen.summarize([json.loads(line) for line in handle if line.strip()])
+    for phase, kept in run['phases'].items():
+        for key in ('sent', 'ok', 'failed', 'p50_s', 'p99_s', 'p99_all_s', 'max_s', 'errors'):
+            assert summary['phases'][phase][key] == kept[key], (phase, key)
+
+
+def test_zero_downtime_retried_tail_from_the_records():
+    """The requests that took over 100 ms beyond their own generation time (tokens x 10 ms in the simulator)."""
+    zd = record('zero_downtime.json')
+
+    def slow(label):
+        with gzip.open(os.path.join(ROOT, zd['runs'][label]['records']), 'rt', encoding='utf-8') as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        return sum(1 for r in records if r['ok'] and r['phase'] == 'during' and r['latency_s'] - r['tokens'] * 0.01 > 0.1)
+    text = ' '.join(section(BENCHMARKS, 'Zero-downtime upgrade').split())
+    assert ('%d answered requests during the upgrade took more than 100 ms beyond their own generation time '
+            '(their tokens x 10 ms), against %d drained' % (slow('no-drain'), slow('drain'))) in text
