@@ -66,13 +66,13 @@ def percentile(values, pct):
 def token_counts(requests, low, high, seed=0):
     """The new tokens each request asks for: the same sequence for the same seed and range."""
     draw = random.Random(seed)
-    return [draw.randint(low, high) for _ in range(requests)]
+    return [draw.randint(low, high) for index in range(requests)]
 
 
 def token_range(text):
     """LOW-HIGH (or one number) for --max-new-tokens."""
-    low, _, high = text.partition("-")
-    low, high = int(low), int(high or low)
+    low, sep, high = text.partition("-")
+    low, high = int(low), int(high if sep else low)
     if not 1 <= low <= high:
         raise argparse.ArgumentTypeError(f"--max-new-tokens {text!r}: want LOW-HIGH with 1 <= LOW <= HIGH")
     return low, high

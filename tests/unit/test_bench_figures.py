@@ -181,13 +181,13 @@ def test_verdict_latency_table():
 
 
 def test_verdict_latency_every_arm_ran_five_times_on_the_headline_case():
-    _, runs = verdict_runs()
-    for _, method in ARMS:
+    runs = verdict_runs()[1]
+    for method in dict(ARMS).values():
         assert len(runs('field_notes_crash_33s', method)) >= 5
 
 
 def test_readme_headline_is_against_the_strongest_baseline():
-    _, runs = verdict_runs()
+    runs = verdict_runs()[1]
     module, strong = runs('field_notes_crash_33s', 'module'), runs('field_notes_crash_33s', 'strong')
     m = _median([r['fault_to_verdict_s'] for r in module])
     s = _median([r['fault_to_verdict_s'] for r in strong])

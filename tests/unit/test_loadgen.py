@@ -38,8 +38,8 @@ def test_percentile_ranks_a_failure_above_every_answer():
 
 
 def test_summary_counts_failures_in_p99_all_but_not_in_p99():
-    records = [record(i, 'during', 0.5) for i in range(97)] + [record(97 + i, 'during', 0.01, ok=False, error='HTTP 500')
-                                                                  for i in range(3)]
+    failed = [record(97 + i, 'during', 0.01, ok=False, error='HTTP 500') for i in range(3)]
+    records = [record(i, 'during', 0.5) for i in range(97)] + failed
     during = loadgen.summarize(records)['phases']['during']
     assert (during['sent'], during['ok'], during['failed']) == (100, 97, 3)
     assert during['p99_s'] == 0.5
