@@ -34,51 +34,26 @@ cp inventory/group_vars/lab/wheelhouse_pins.yml "$WORK/base/inventory/group_vars
 OUT=bench/results/deploy_noop
 mkdir -p "$OUT"
 
-# run SIDE DIR COLLECTIONS N: one deploy, its log under $OUT, prints "seconds tasks changed"
-run() {
-  local side=$1 dir=$2 collections=$3 n=$4 log start end
-  log=$ROOT/$OUT/$side-$n.log
-  start=$(date +%s.%N)
-  (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
-     ansible-playbook deploy.yml -l "$HOST") >"$log" 2>&1 || { echo "deploy of $side failed: $log" >&2; exit 1; }
-  end=$(date +%s.%N)
-  printf '%.1f %s %s\n' "$(echo "$end - $start" | bc)" "$(grep -c '^TASK \[' "$log")" \
-    "$(sed -n "s/^$HOST *: .*changed=\([0-9]*\).*/\1/p" "$log")"
-}
-
-# failed SIDE DIR COLLECTIONS N: the failing deploy; prints "seconds crash_s" (crash_s: the verdict's
-# "after N s" of the failed unit)
-failed() {
-  local side=$1 dir=$2 collections=$3 n=$4 log start end
-  log=$ROOT/$OUT/$side-failed-$n.log
-  start=$(date +%s.%N)
-  if (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
-        ansible-playbook deploy.yml -l "$HOST" "${FAILED_ARGS[@]}") >"$log" 2>&1; then
-    echo "the failing deploy of $side passed: $log" >&2; exit 1
-  fi
-  end=$(date +%s.%N)
-  grep -q 'restored and healthy' "$log" || { echo "$side did not roll back healthy: $log" >&2; exit 1; }
-  printf '%.1f %s\n' "$(echo "$end - $start" | bc)" "$(grep -o 'in phase [a-z_]* after [0-9.]* s' "$log" | head -1 | awk '{print $5}')"
-}
+# shellcheck source=bench/lib/deploy_runs.sh
+. bench/lib/deploy_runs.sh
 
 declare -A DIRS=([base]="$WORK/base" [head]="$ROOT")
 declare -A COLLECTIONS=([base]="$WORK/tree:$ROOT/.deps" [head]="$ROOT/.deps/tree:$ROOT/.deps")
 declare -A TIMES TASKS FAILED CRASH
 for side in base head; do
-  run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" 0 >/dev/null
+  run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "" 0 >/dev/null
   for n in $(seq 1 "$RUNS"); do
-    read -r seconds tasks changed < <(run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "$n")
+    read -r seconds tasks changed < <(run "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "" "$n")
     [ "$changed" = 0 ] || { echo "$side run $n changed $changed tasks: not an unchanged deploy ($OUT/$side-$n.log)" >&2; exit 1; }
     echo "$side run $n: $seconds s, $tasks tasks, changed=0"
     TIMES[$side]="${TIMES[$side]:-} $seconds"; TASKS[$side]=$tasks
   done
   for n in $(seq 1 "$FAILED_RUNS"); do
-    read -r seconds crash < <(failed "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "$n")
+    read -r seconds crash < <(failed "$side" "${DIRS[$side]}" "${COLLECTIONS[$side]}" "" "$n")
     echo "$side failing deploy $n: $seconds s, crash seen after $crash s, rolled back healthy"
     FAILED[$side]="${FAILED[$side]:-} $seconds"; CRASH[$side]="${CRASH[$side]:-} $crash"
   done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 BASE_S=$(echo "${TIMES[base]}" | median); HEAD_S=$(echo "${TIMES[head]}" | median)
 RATIO=$(echo "scale=2; $BASE_S / $HEAD_S" | bc)
 BASE_F=$(echo "${FAILED[base]}" | median); HEAD_F=$(echo "${FAILED[head]}" | median)
@@ -102,7 +77,6 @@ BASE_ID=$(git rev-parse --short "$REF"); HEAD_ID=$(git rev-parse --short HEAD)$(
   echo "| before | $BASE_ID | $BASE_F | ${FAILED[base]# } | ${CRASH[base]# } | $(echo "$BASE_F - $(echo "${CRASH[base]}" | median)" | bc) |"
   echo "| this tree | $HEAD_ID | $HEAD_F | ${FAILED[head]# } | ${CRASH[head]# } | $(echo "$HEAD_F - $(echo "${CRASH[head]}" | median)" | bc) |"
 } | tee bench/results/deploy_noop.md
-nums() { echo "$1" | tr ' ' '\n' | grep . | paste -sd, -; }
 cat >bench/results/deploy_noop.json <<JSON
 {"host": "$HOST", "runs": $RUNS, "failed_runs": $FAILED_RUNS, "ratio": $RATIO,
  "base": {"commit": "$BASE_ID", "seconds": [$(nums "${TIMES[base]}")], "median_s": $BASE_S, "tasks": ${TASKS[base]},

@@ -11,8 +11,11 @@ ANSIBLE_BUNDLE_VERSION=12.3.0   # bundles containers.podman 1.18.0 and ansible.p
 log() { printf '\n== setup: %s\n' "$*"; }
 
 need_apt=()
-# gcc, patch, git: lab/build-wheelhouse.sh builds the ABI fixture, the patched wheel and the fork bundle
-for bin in podman runc debootstrap shellcheck gcc patch git; do command -v "$bin" >/dev/null || need_apt+=("$bin"); done
+# gcc, patch, git: lab/build-wheelhouse.sh builds the ABI fixture, the patched wheel and the fork bundle;
+# ssh (package openssh-client): the lab's SSH inventory. BIN:PACKAGE where the two names differ
+for need in podman runc debootstrap shellcheck gcc patch git ssh:openssh-client; do
+  command -v "${need%%:*}" >/dev/null || need_apt+=("${need#*:}")
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt packages: ${need_apt[*]}"
   apt-get update -qq
@@ -57,3 +60,11 @@ fi
 
 log "lab image"
 lab/build-image.sh
+
+# the key the lab's SSH inventory logs in with as the user deploy (lab/up.sh and molecule mount its
+# public half into the lab hosts); known_hosts gets each host's key when the host starts
+if [ ! -f lab/.ssh/id_ed25519 ]; then
+  log "lab SSH key (lab/.ssh)"
+  mkdir -p lab/.ssh && chmod 0700 lab/.ssh
+  ssh-keygen -q -t ed25519 -N '' -C ddtree-lab-deploy -f lab/.ssh/id_ed25519
+fi

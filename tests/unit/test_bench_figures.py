@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every benchmark figure quoted in README.md and docs/benchmarks.md matches its record in bench/results/.
+"""Every benchmark figure quoted in README.md, docs/benchmarks.md and docs/ssh.md matches its record in bench/results/.
 
 Each table of docs/benchmarks.md that quotes a benchmark is recomputed here from the JSON the
 benchmark wrote (medians, spreads, ratios, counts, percentiles), cell by cell; the zero-downtime
@@ -79,8 +79,6 @@ def test_deploy_noop_tables_and_readme():
         assert float(row['crash seen after s']) == data['failed_crash_s'][0]
         assert float(row['wall beyond the crash s']) == round(data['failed_seconds'][0] - data['failed_crash_s'][0], 1)
     assert 'Ratio %.2fx (before / this tree)' % noop['ratio'] in text
-    assert 'runs %d tasks in %s s on a lab host (%d tasks\nand %s s before' % (
-        noop['head']['tasks'], noop['head']['median_s'], noop['base']['tasks'], noop['base']['median_s']) in README
 
 
 # --- fleet upgrade ------------------------------------------------------------------------------
@@ -246,3 +244,42 @@ def test_zero_downtime_retried_tail_from_the_records():
     text = ' '.join(section(BENCHMARKS, 'Zero-downtime upgrade').split())
     assert ('%d answered requests during the upgrade took more than 100 ms beyond their own generation time '
             '(their tokens x 10 ms), against %d drained' % (slow('no-drain'), slow('drain'))) in text
+
+
+# --- SSH against podman exec ------------------------------------------------------------------------
+
+def median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def test_connections_tables():
+    runs = record('connections.json')
+    text = section(BENCHMARKS, 'Over SSH and through podman exec')
+    unchanged, failing = tables(text)[:2]
+    for row, side in zip(unchanged, ('podman', 'ssh')):
+        data = runs[side]
+        assert len(data['seconds']) == runs['runs']
+        assert float(row['seconds (median)']) == data['median_s'] == round(median(data['seconds']), 2)
+        assert [float(v) for v in row['runs'].split(',')] == data['seconds']
+        assert int(row['tasks']) == data['tasks']
+    for row, side in zip(failing, ('podman', 'ssh')):
+        data = runs[side]
+        assert len(data['failed_seconds']) == runs['failed_runs']
+        assert float(row['wall s (median)']) == round(median(data['failed_seconds']), 2)
+        assert float(row['beyond the crash s (median)']) == round(median(data['beyond_crash_s']), 2)
+        assert float(row['crash to old unit restarted s (median)']) == round(median(data['crash_to_restart_s']), 2)
+        assert [float(v) for v in row['wall s, runs'].split(',')] == data['failed_seconds']
+    # bc's scale=2 truncates
+    assert runs['ratio'] == int(runs['podman']['median_s'] / runs['ssh']['median_s'] * 100) / 100
+    assert 'Ratio %.2fx (podman exec / SSH)' % runs['ratio'] in text
+    assert 'runs %d tasks in %s s on a lab host over SSH' % (runs['ssh']['tasks'], runs['ssh']['median_s']) in README
+    assert '(%s s through `podman exec`' % runs['podman']['median_s'] in README
+    ssh_page = read('docs', 'ssh.md')
+    assert 'takes %s s over SSH and %s s through `podman exec` (%d tasks each). That\n  is %.2fx.' % (
+        runs['ssh']['median_s'], runs['podman']['median_s'], runs['ssh']['tasks'], runs['ratio']) in ssh_page
+    assert 'rollback included, takes %s s over SSH and %s s through' % (
+        median(runs['ssh']['failed_seconds']), median(runs['podman']['failed_seconds'])) in ssh_page
+    assert "by the host's clock: %.2f s over SSH, %.2f s through" % (
+        median(runs['ssh']['crash_to_restart_s']), median(runs['podman']['crash_to_restart_s'])) in ssh_page

@@ -84,3 +84,33 @@ def test_the_healthy_unit_is_recorded_as_confirmed(host):
     assert record.exists and record.user == "root" and record.mode == 0o600
     unit_sha256 = host.check_output(f"sha256sum /etc/systemd/system/{UNIT}").split()[0]
     assert json.loads(record.content_string)["sha256"] == unit_sha256
+
+
+# What the role wrote, as "type mode user group path" lines: the unit and the boot check's unit, the
+# secrets and restore script, the state, the ml-env root and the whole current release (its own
+# name replaced, since the release id may differ per host group).
+FILES_AND_MODES = r"""
+set -eu
+release=$(readlink -f /opt/ddtree/ml-env/current)
+{
+  find /etc/systemd/system -maxdepth 1 \( -name 'sglang-qwen.service' -o -name 'ddtree-*' \) -printf '%y %m %u %g %p\n'
+  find /etc/ddtree-sglang /var/lib/ddtree-sglang /opt/ddtree/ml-env -maxdepth 2 -printf '%y %m %u %g %p\n'
+  find "$release" -printf '%y %m %u %g %p\n'
+} | sed "s|$release|<release>|; s|releases/[0-9a-f]\{16\}|releases/<release>|" | sort -u
+"""
+
+
+def test_ssh_and_podman_left_the_same_files_and_modes():
+    """ct129 was deployed over SSH as the user deploy with become, ct200 through podman exec as root:
+    the same files with the same modes and owners on both (pyc files left out: bytecode
+    written at import time, when a module first ran)."""
+    assert INVENTORY.get_variables("ct129")["ansible_connection"] == "ansible.builtin.ssh"
+    assert INVENTORY.get_variables("ct200")["ansible_connection"] == "podman"
+    listings = {}
+    for name in ("ct129", "ct200"):
+        out = testinfra.get_host("podman://" + name).check_output(FILES_AND_MODES)
+        listings[name] = {line for line in out.splitlines() if "__pycache__" not in line and not line.endswith(".pyc")}
+    assert len(listings["ct129"]) > 1000
+    only_ssh = sorted(listings["ct129"] - listings["ct200"])
+    only_podman = sorted(listings["ct200"] - listings["ct129"])
+    assert (only_ssh[:20], only_podman[:20]) == ([], [])
