@@ -6,6 +6,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -508,3 +509,216 @@ def test_a_start_up_check_sglang_makes_stops_the_simulator_too(sim_env):
         "max_position_embeddings in the model's config. To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
     assert "Load weight begin" not in done.stderr
+
+
+# --- the SIMULATED throughput model, the slow fault, streaming ------------------------------------
+from sglang_sim import throughput  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_gpu_classes_from_the_compute_capability():
+    assert [throughput.gpu_class(cap) for cap in ("8.6", "8.0", "12.0", "10.0", "9.0", "x")] == [
+        "ampere", "ampere", "blackwell", "blackwell", "other", "other"]
+
+
+def test_ddtree_against_linear_is_the_field_notes_story_per_class():
+    def ratio(cap, tp):
+        return throughput.rate(tp, "DDTREE", 16, cap).tokens_per_s / throughput.rate(tp, "DFLASH", None, cap).tokens_per_s
+    assert ratio("12.0", 8) == pytest.approx(1.24, abs=1e-9)
+    assert ratio("8.6", 2) == pytest.approx(0.96, abs=1e-9)
+    # the calibration: the lab's ct129 envelope keeps the former 0.01 s a token
+    assert throughput.rate(2, "DDTREE", None, "8.6").tokens_per_s == pytest.approx(100.0, abs=1e-9)
+    assert throughput.rate(2, None, None, "8.6").accept_length == 1.0
+
+
+def test_load_and_the_slow_share_lower_the_rate():
+    one = throughput.rate(8, "DDTREE", 16, "12.0")
+    assert throughput.rate(8, "DDTREE", 16, "12.0", running=5).tokens_per_s == pytest.approx(one.tokens_per_s / 1.2)
+    assert throughput.rate(8, "DDTREE", 16, "12.0", slow_share=0.3).tokens_per_s == pytest.approx(one.tokens_per_s * 0.7)
+    assert one.step_s == pytest.approx(one.accept_length / one.tokens_per_s)
+
+
+def _stream(conn, tokens):
+    conn.request("POST", "/generate", body=json.dumps({"text": "stream me", "stream": True, "sampling_params": {"max_new_tokens": tokens}}),
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("transfer-encoding") == "chunked"
+    events = [line[6:] for line in resp.read().decode().split("\n\n") if line.startswith("data: ")]
+    return events
+
+
+def test_stream_sends_cumulative_steps_then_done_and_keeps_the_connection(sim_env):
+    import http.client  # pylint: disable=import-outside-toplevel
+    env, models = sim_env
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_ready(port, proc)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            events = _stream(conn, 10)
+            assert events[-1] == "[DONE]"
+            steps = [json.loads(event) for event in events[:-1]]
+            # accept length 4.2 (DDTREE budget 16): 4, 8, then the last 2
+            assert [step["meta_info"]["completion_tokens"] for step in steps] == [4, 8, 10]
+            assert [len(step["text"].split()) for step in steps] == [4, 8, 10]
+            assert [step["meta_info"]["finish_reason"] for step in steps] == [None, None, {"type": "length", "length": 10}]
+            # the same connection serves the next request
+            assert [json.loads(e)["meta_info"]["completion_tokens"] for e in _stream(conn, 3)[:-1]] == [3]
+            conn.close()
+        finally:
+            stop(proc)
+
+
+def test_slow_fault_serves_fewer_tokens_per_second_and_a_bad_share_is_refused(sim_env):
+    env, models = sim_env
+    port = free_port()
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="slow", SGLANG_SIM_SLOW_SHARE="0.5"),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            wait_ready(port, proc)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/get_server_info", timeout=5) as resp:
+                state = json.load(resp)["internal_states"][0]
+            assert state["last_gen_throughput"] == 50.0 and state["avg_spec_accept_length"] == 4.2
+        finally:
+            stop(proc)
+    done = run_to_exit(dict(env, SGLANG_SIM_FAULT="slow", SGLANG_SIM_SLOW_SHARE="1.5"), argv(models, free_port(), *HEALTHY))
+    assert done.returncode == 2
+    assert done.stderr == "sglang_sim: SGLANG_SIM_SLOW_SHARE='1.5' is not a share of tokens/s in [0, 1)\n"
+
+
+def test_verify_costs_and_the_step_schedule():
+    assert throughput.VERIFY_COST["blackwell"] == pytest.approx(0.4112903225806, abs=1e-9)
+    assert throughput.VERIFY_COST["ampere"] == pytest.approx(0.8229166666667, abs=1e-9)
+    assert throughput.VERIFY_COST["other"] == 0.6
+    assert throughput.STEP_RATE_1 == pytest.approx(100 / (2 ** 0.5 * 2.304), abs=1e-12)
+    # linear at budget-free accept 3.0; ampere tp 2 DFLASH: 100 / 0.96
+    assert throughput.rate(2, "DFLASH", None, "8.6").tokens_per_s == pytest.approx(100 / 0.96, abs=1e-9)
+    assert throughput.decode_steps(10, 4.2) == [4, 8, 10]
+    ddtree = throughput.rate(2, "DDTREE", 16, "8.6").accept_length
+    assert throughput.decode_steps(63, ddtree) == [4, 8, 12, 16, 21, 25, 29, 33, 37, 42, 46, 50, 54, 58, 63]
+    assert throughput.decode_steps(7, 3.0) == [3, 6, 7]
+    assert throughput.decode_steps(3, 0.5) == [1, 2, 3]
+    assert throughput.decode_steps(0, 3.0) == []
+    assert throughput.prefill_s(4000, 4) == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        throughput.rate(2, "DDTREE", 16, "8.6", slow_share=1.0)
+
+
+@pytest.fixture(name="in_process")
+def fixture_in_process():
+    """A simulated server in this process (ct129 class: two A6000s, DDTREE budget 16, tp 2): start(**SimState kwargs) -> port."""
+    from sglang_sim.http_api import SimState, make_server  # pylint: disable=import-outside-toplevel
+    servers = []
+
+    def start(**kwargs):
+        args = build_parser().parse_args(["--model-path", "/models/target", "--tp-size", "2", "--speculative-algorithm", "DDTREE"])
+        fault, time_scale = kwargs.pop("fault", "none"), kwargs.pop("time_scale", 1.0)
+        kwargs.setdefault("compute_cap", "8.6")
+        sim = SimState(args, {"architectures": ["Qwen3_5ForCausalLM"]}, 32768, fault, time_scale, max_running_requests=4, **kwargs)
+        server = make_server(sim, "127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+        return server.server_address[1]
+
+    yield start
+    for server in servers:
+        # the last handler may still be logging its access line after its client has read everything
+        server.sim.wait_idle(5)
+        server.shutdown()
+        server.server_close()
+
+
+def _timed_stream(port, tokens, text="stream me"):
+    """(seconds to each event, the events) of one streamed /generate."""
+    import http.client  # pylint: disable=import-outside-toplevel
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    started = time.monotonic()
+    conn.request("POST", "/generate", body=json.dumps({"text": text, "stream": True, "sampling_params": {"max_new_tokens": tokens}}))
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("content-type").startswith("text/event-stream")
+    times, events = [], []
+    for line in resp:
+        if line.startswith(b"data: "):
+            times.append(time.monotonic() - started)
+            events.append(line[6:].strip().decode())
+    conn.close()
+    return times, events
+
+
+def test_stream_follows_the_models_step_schedule(in_process):
+    port = in_process()
+    rate = throughput.rate(2, "DDTREE", None, "8.6")
+    first = throughput.prefill_s(2, 2) + rate.step_s
+    times, events = _timed_stream(port, 10)
+    assert events[-1] == "[DONE]" and len(events) == 4
+    assert [json.loads(event)["meta_info"]["completion_tokens"] for event in events[:-1]] == [4, 8, 10]
+    # the first event after the prefill and one step (0.042 s), then one a step; the last after three steps
+    assert first <= times[0] < first + 0.1
+    assert times[2] >= first + 2 * rate.step_s and times[2] < first + 2 * rate.step_s + 0.1
+    # the same text as without streaming
+    status, body = post(port, "/generate", {"text": "stream me", "sampling_params": {"max_new_tokens": 10}})
+    assert status == 200 and json.loads(events[-2])["text"] == body["text"]
+    # a long prompt: 800 tokens of prefill at 4000 * 2 ** 0.5 tokens/s come first
+    times, events = _timed_stream(port, 1, "word " * 800)
+    first = throughput.prefill_s(800, 2) + rate.step_s
+    assert len(events) == 2 and first <= times[0] < first + 0.1
+    # no token at all: an empty stream that still ends
+    assert _timed_stream(port, 0)[1] == ["[DONE]"]
+
+
+def test_generation_time_is_the_models_unless_generate_s_overrides(in_process):
+    rate = throughput.rate(2, "DDTREE", None, "8.6")
+    model = in_process(time_scale=0.5)
+    started = time.monotonic()
+    post(model, "/generate", {"text": "one two", "sampling_params": {"max_new_tokens": 43}})
+    # 43 tokens at accept 4.2: 11 whole steps of 0.042 s (the last brings 1), halved by the time scale
+    expected = (throughput.prefill_s(2, 2) + 11 * rate.step_s) * 0.5
+    assert expected <= time.monotonic() - started < expected + 0.1
+    fixed = in_process(generate_s=0.2, time_scale=50.0)
+    started = time.monotonic()
+    post(fixed, "/generate", {"text": "one two", "sampling_params": {"max_new_tokens": 4000}})
+    assert 0.2 <= time.monotonic() - started < 0.5
+    times, events = _timed_stream(fixed, 50)
+    assert len(events) == 2 and json.loads(events[0])["meta_info"]["completion_tokens"] == 50 and times[0] >= 0.2
+
+
+def test_server_info_and_the_slow_share_in_process(in_process):
+    for kwargs, tokens_per_s in (({}, 100.0), ({"slow_share": 0.3}, 70.0), ({"compute_cap": "12.0"}, 100 / 0.96 * 1.24)):
+        port = in_process(**kwargs)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/get_server_info", timeout=5) as resp:
+            state = json.load(resp)["internal_states"][0]
+        assert state == {"last_gen_throughput": round(tokens_per_s, 2), "avg_spec_accept_length": 4.2}
+
+
+def test_generate_fails_before_the_stream(in_process):
+    import http.client  # pylint: disable=import-outside-toplevel
+    port = in_process(fault="generate_fails")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/generate", body=json.dumps({"text": "hi", "stream": True}))
+    resp = conn.getresponse()
+    assert (resp.status, resp.read()) == (500, b"Internal Server Error")
+    conn.request("GET", "/health")
+    assert conn.getresponse().status == 200
+    conn.close()
+
+
+@pytest.mark.parametrize("share", ["1", "-0.1", "abc", "nan"])
+def test_a_slow_share_out_of_range_is_refused(sim_env, share):
+    env, models = sim_env
+    done = run_to_exit(dict(env, SGLANG_SIM_SLOW_SHARE=share), argv(models, free_port(), *HEALTHY))
+    assert done.returncode == 2
+    assert done.stderr == f"sglang_sim: SGLANG_SIM_SLOW_SHARE={share!r} is not a share of tokens/s in [0, 1)\n"
+
+
+def test_a_client_that_hangs_up_after_done_is_no_error(in_process, capsys):
+    port = in_process()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        body = json.dumps({"text": "hi", "stream": True, "sampling_params": {"max_new_tokens": 3}}).encode()
+        sock.sendall(b"POST /generate HTTP/1.1\r\nHost: x\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+        received = b""
+        while b"data: [DONE]" not in received:
+            received += sock.recv(65536)
+        # a reset, as from a client that stops reading at [DONE]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.3)
+    assert received.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n") and b"transfer-encoding: chunked" in received.lower()
+    assert "Traceback" not in capsys.readouterr().err

@@ -5,6 +5,10 @@ OpenAI-compatible routes; errors follow FastAPI/uvicorn (404 detail, 401 Unautho
 500 "Internal Server Error" after an "Exception in ASGI application" traceback). /v1/loads has
 the shape of SGLang 0.5.x's load endpoint (sglang/srt/entrypoints/v1_loads.py), counted from the
 simulated scheduler: at most max_running_requests generations run at once, the rest wait.
+A generation takes the time of sglang_sim.throughput's SIMULATED model (tp, speculative algorithm and
+budget, GPU class, requests running, the slow fault). Native /generate streams with "stream": true
+as SGLang does: server-sent events "data: {json}" (text and completion_tokens cumulative), one per
+decode step, then "data: [DONE]".
 """
 
 import datetime
@@ -16,12 +20,11 @@ import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import SIMULATED_SGLANG_VERSION, failures, log
+from . import SIMULATED_SGLANG_VERSION, failures, log, throughput
 from .args import public_args
 
 VOCABULARY = ("the", "model", "tree", "draft", "token", "verify", "accept", "branch", "cache", "layer", "state", "batch",
               "serve", "signal", "stream", "budget", "simulated", "answer", "path", "node")
-PER_TOKEN_S = 0.01
 DEFAULT_MAX_NEW_TOKENS = 128
 OPENAI_DEFAULT_MAX_TOKENS = 16
 CHAT_TEMPLATE_TOKENS = 9
@@ -43,7 +46,8 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
     """What the handlers read: the server args, the plan numbers, the fault, the time scale, and
     the simulated scheduler's counters (running and waiting generations, HTTP requests in flight)."""
 
-    def __init__(self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None):
+    def __init__(self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None,
+                 compute_cap="", slow_share=0.0):
         # pylint: disable=too-many-arguments,too-many-positional-arguments
         self.args = args
         self.model_cfg = model_cfg
@@ -54,6 +58,9 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
         self.max_running_requests = max_running_requests or args.max_running_requests or 48
         # seconds every generation takes when set (SGLANG_SIM_GENERATE_S); else per token
         self.generate_s = generate_s
+        # the throughput model's inputs: the GPU class (nvidia-smi's compute capability) and the slow fault's share
+        self.compute_cap = compute_cap
+        self.slow_share = slow_share
         self.draining = False
         self._lock = threading.Condition()
         self.running = 0
@@ -76,19 +83,27 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
             return self._lock.wait_for(lambda: self.in_flight <= 0, timeout)
 
     def generation_slot(self, tokens):
-        """Blocks while max_running_requests generations run, as SGLang's waiting queue does."""
+        """Blocks while max_running_requests generations run, as SGLang's waiting queue does; returns
+        (running, waiting) at the moment this generation got its slot (running counts it)."""
         with self._lock:
             self.waiting += 1
             self._lock.wait_for(lambda: self.running < self.max_running_requests)
             self.waiting -= 1
             self.running += 1
             self.total_tokens += tokens
+            return self.running, self.waiting
 
     def generation_done(self, tokens):
         with self._lock:
             self.running -= 1
             self.total_tokens -= tokens
             self._lock.notify_all()
+
+    def rate(self, running=1):
+        """The SIMULATED decode speed of one request while `running` generations run."""
+        args = self.args
+        return throughput.rate(args.tp_size, args.speculative_algorithm, args.speculative_ddtree_budget, self.compute_cap,
+                               running=running, slow_share=self.slow_share)
 
     def load(self):
         """One DP rank's core load fields, as LoadSnapshot.to_dict(include={"core"}) names them."""
@@ -114,6 +129,14 @@ class Handler(BaseHTTPRequestHandler):
     # --- plumbing -------------------------------------------------------------------------
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         """Silenced: access lines are written by _send in uvicorn's format."""
+
+    def handle(self):
+        """A client that hangs up (one that stops reading a stream at data: [DONE] resets the
+        connection) is no error to print, as with uvicorn."""
+        try:
+            super().handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _send(self, status, body=b"", content_type="application/json"):
         self.send_response(status)
@@ -176,8 +199,9 @@ class Handler(BaseHTTPRequestHandler):
         self._route(self.POST_ROUTES)
 
     # --- generation -----------------------------------------------------------------------
-    def _generate_words(self, prompt, max_new_tokens):
-        """Runs the simulated scheduler; None after logging the traceback when the fault is on."""
+    def _generate_words(self, prompt, max_new_tokens, on_step=None):
+        """Runs the simulated scheduler; None after logging the traceback when the fault is on. With
+        on_step, called after each decode step with the tokens generated so far (a stream)."""
         if self.sim.fault == "generate_fails":
             frames, exc = failures.generate_request("SIMULATED fault generate_fails")
             log.uvicorn("ERROR", "Exception in ASGI application")
@@ -185,24 +209,41 @@ class Handler(BaseHTTPRequestHandler):
             return None
         prompt_tokens = count_tokens(prompt)
         tokens = prompt_tokens + max_new_tokens
-        self.sim.generation_slot(tokens)
+        running, waiting = self.sim.generation_slot(tokens)
         try:
-            load = self.sim.load()
             log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
-                     f"#running-req: {load['num_running_reqs'] - 1}, #queue-req: {load['num_waiting_reqs']}, ", rank=0)
-            if self.sim.generate_s is not None:
-                elapsed = self.sim.generate_s
-            else:
-                elapsed = max_new_tokens * PER_TOKEN_S * self.sim.time_scale
-            time.sleep(elapsed)
-            # report the unscaled rate so logs read the same at any SGLANG_SIM_TIME_SCALE
-            throughput = 1.0 / PER_TOKEN_S
-            log.info(f"Decode batch, #running-req: {load['num_running_reqs']}, #token: {tokens}, token usage: 0.00, accept len: 3.41, "
-                     f"accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, gen throughput (token/s): {throughput:.2f}, "
-                     f"#queue-req: {load['num_waiting_reqs']}, ", rank=0)
+                     f"#running-req: {running - 1}, #queue-req: {waiting}, ", rank=0)
+            # the speed of the moment the slot was granted, for the whole generation
+            rate = self.sim.rate(running)
+            self._decode(prompt_tokens, max_new_tokens, rate, on_step)
+            # the unscaled rate, so logs read the same at any SGLANG_SIM_TIME_SCALE
+            log.info(f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, "
+                     f"accept len: {rate.accept_length:.2f}, accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, "
+                     f"gen throughput (token/s): {rate.tokens_per_s:.2f}, #queue-req: {waiting}, ", rank=0)
         finally:
             self.sim.generation_done(tokens)
         return simulated_words(prompt, max_new_tokens)
+
+    def _decode(self, prompt_tokens, max_new_tokens, rate, on_step):
+        """Sleeps through prefill and the decode steps (SGLANG_SIM_GENERATE_S instead, when set); each
+        step's end is kept on an absolute schedule, so short steps do not drift by the sleeps' own overhead."""
+        start = time.monotonic()
+        if self.sim.generate_s is not None:
+            time.sleep(self.sim.generate_s)
+            if on_step:
+                on_step(max_new_tokens)
+            return
+        scale = self.sim.time_scale
+        first_at = throughput.prefill_s(prompt_tokens, self.sim.args.tp_size) * scale
+        steps = throughput.decode_steps(max_new_tokens, rate.accept_length)
+        if on_step is None:
+            time.sleep(max(0.0, first_at + len(steps) * rate.step_s * scale))
+            return
+        for step, done in enumerate(steps, 1):
+            wait = start + first_at + step * rate.step_s * scale - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            on_step(done)
 
     def _fail_500(self):
         self._send(500, b"Internal Server Error", "text/plain; charset=utf-8")
@@ -219,6 +260,9 @@ class Handler(BaseHTTPRequestHandler):
         prompt = body.get("text") if isinstance(body.get("text"), str) else " ".join(map(str, body.get("input_ids") or []))
         sampling = body.get("sampling_params") or {}
         max_new = int(sampling.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
+        if body.get("stream"):
+            self._generate_stream(prompt, max_new)
+            return
         start = time.time()
         words = self._generate_words(prompt, max_new)
         if words is None:
@@ -227,6 +271,53 @@ class Handler(BaseHTTPRequestHandler):
         self._json({"text": " ".join(words), "meta_info": {
             "id": uuid.uuid4().hex, "finish_reason": {"type": "length", "length": max_new}, "prompt_tokens": count_tokens(prompt),
             "weight_version": "default", "completion_tokens": max_new, "cached_tokens": 0, "e2e_latency": round(time.time() - start, 4)}})
+
+    def _chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _generate_stream(self, prompt, max_new):
+        """SGLang's native stream: a server-sent event per decode step, text and completion_tokens
+        cumulative, then data: [DONE]; chunked, so the connection stays open for the next request."""
+        start = time.time()
+        request_id = uuid.uuid4().hex
+        prompt_tokens = count_tokens(prompt)
+        words = simulated_words(prompt, max_new)
+        started = []
+
+        def begin():
+            # headers only once the first token is there, so that a failure before it is a plain 500
+            if not started:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream; charset=utf-8")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                started.append(True)
+
+        def on_step(done):
+            begin()
+            finish = {"type": "length", "length": max_new} if done >= max_new else None
+            event = {"text": " ".join(words[:done]), "output_ids": list(range(done)), "meta_info": {
+                "id": request_id, "finish_reason": finish, "prompt_tokens": prompt_tokens, "weight_version": "default",
+                "completion_tokens": done, "cached_tokens": 0, "e2e_latency": round(time.time() - start, 4)}}
+            self._chunk(b"data: " + json.dumps(event, separators=(",", ":")).encode("utf-8") + b"\n\n")
+
+        try:
+            if self._generate_words(prompt, max_new, on_step) is None:
+                self._fail_500()
+                return
+        except (BrokenPipeError, ConnectionResetError):
+            # the client went away mid-stream: SGLang aborts the request; the slot is already free
+            self.close_connection = True
+            log.access(self.client_address, self.requestline, 200, "OK")
+            return
+        begin()  # max_new_tokens 0: no decode step, an empty stream
+        # the last event and the terminating zero chunk in one write: a client that reads up to [DONE]
+        # and closes finds nothing unread
+        done = b"data: [DONE]\n\n"
+        self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+        self.wfile.flush()
+        log.access(self.client_address, self.requestline, 200, "OK")
 
     def completions(self):
         body = self._body() or {}
@@ -279,8 +370,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def server_info(self):
         info = public_args(self.sim.args)
+        rate = self.sim.rate()
         info.update({"context_length": self.sim.context_length, "version": SIMULATED_SGLANG_VERSION, "simulated": True,
-                     "internal_states": [{"last_gen_throughput": 0.0, "avg_spec_accept_length": 3.41}]})
+                     "internal_states": [{"last_gen_throughput": round(rate.tokens_per_s, 2),
+                                          "avg_spec_accept_length": round(rate.accept_length, 2)}]})
         self._json(info)
 
     def loads(self):

@@ -5,7 +5,9 @@ replays SGLang's start-up (weights, pools, CUDA graphs, HTTP bind, warm-up) with
 wording and the verdict of sglang_sim.memory, then serves SGLang's HTTP API with simulated
 text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE;
 SGLANG_SIM_FAULT=replay prints the real failure log in the file SGLANG_SIM_REPLAY (sglang_sim.replay);
-SGLANG_SIM_GENERATE_S makes every generation take that long. SIGTERM after ready is a graceful
+SGLANG_SIM_GENERATE_S makes every generation take that long; otherwise a generation takes the time of the
+SIMULATED throughput model (sglang_sim.throughput), and SGLANG_SIM_FAULT=slow serves healthy but with
+SGLANG_SIM_SLOW_SHARE (default 0.3) fewer tokens/s. SIGTERM after ready is a graceful
 stop: the listener closes, requests in flight finish, exit 0.
 The API key comes from --api-key or, without it, from SGLANG_API_KEY (as with the DDTree patch set).
 """
@@ -23,8 +25,9 @@ from .hardware import ConfigLoadError, NoDriverError, load_config, read_gpus
 from .http_api import SimState, make_server
 
 FAULTS = ("none", "crash_in_graph_capture", "triton_error_in_graph_capture", "hang_before_bind", "generate_fails", "slow_start",
-          "crash_after_serving", "replay")
+          "crash_after_serving", "replay", "slow")
 DEFAULT_FAULT_DELAY_S = 5.0
+DEFAULT_SLOW_SHARE = 0.3
 # seconds per phase at SGLANG_SIM_TIME_SCALE=1: about 3 s to ready, the pool verdict at about 2.1 s
 PHASE_S = {"distributed": 0.2, "target_weights": 1.0, "draft_weights": 0.3, "pools": 0.3, "decode_graph": 0.4,
            "piecewise_graph": 0.3, "warmup": 0.3}
@@ -42,6 +45,16 @@ class Knobs:  # pylint: disable=too-few-public-methods
         self.time_scale = float(environ.get("SGLANG_SIM_TIME_SCALE", "1.0"))
         generate_s = environ.get("SGLANG_SIM_GENERATE_S", "").strip()
         self.generate_s = float(generate_s) if generate_s else None
+        # read as text: main() refuses a value that is not a share in [0, 1)
+        self.slow_share_text = environ.get("SGLANG_SIM_SLOW_SHARE", "").strip() or str(DEFAULT_SLOW_SHARE)
+
+    def slow_share(self):
+        """The slow fault's share of tokens/s lost, or None when SGLANG_SIM_SLOW_SHARE is no share in [0, 1)."""
+        try:
+            share = float(self.slow_share_text)
+        except ValueError:
+            return None
+        return share if 0 <= share < 1 else None
 
     def sleep(self, phase, extra=0.0):
         time.sleep(PHASE_S[phase] * self.time_scale + extra)
@@ -322,7 +335,8 @@ def run(args, knobs):
         threading.Event().wait()
     _capture_graphs(args, plan, gpus[0], knobs)
     sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale,
-                   max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s)
+                   max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s,
+                   compute_cap=gpus[0].compute_cap, slow_share=knobs.slow_share() if knobs.fault == "slow" else 0.0)
     if args.node_rank >= 1:
         return _bind_health_only(args, sim)
     server = _bind(args, sim)
@@ -366,6 +380,9 @@ def main(argv=None):
     knobs = Knobs(os.environ)
     if knobs.fault not in FAULTS:
         sys.stderr.write(f"sglang_sim: SGLANG_SIM_FAULT={knobs.fault!r} is not one of {', '.join(FAULTS)}\n")
+        return 2
+    if knobs.slow_share() is None:
+        sys.stderr.write(f"sglang_sim: SGLANG_SIM_SLOW_SHARE={knobs.slow_share_text!r} is not a share of tokens/s in [0, 1)\n")
         return 2
     signal.signal(signal.SIGTERM, _on_sigterm)
     log.info(f"SIMULATED SGLang server (sglang_sim {__version__}; no GPU, no weights; fault={knobs.fault}, time_scale={knobs.time_scale})")
