@@ -17,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, root_dir_problem, unit_value_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -44,6 +45,16 @@ def _is_int(value):
 
 def _is_number(value):
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _number_like(value):
+    """A number, or a string of one (-e name=1.1 gives a string)."""
+    if isinstance(value, bool):
+        return False
+    try:
+        return float(value) == float(value)  # not NaN
+    except (TypeError, ValueError):
+        return False
 
 
 def _match(pattern, value):
@@ -229,10 +240,35 @@ def variable_problems(v, hostname, group_names, groups):
             'got %s and %s.' % (_json(user), _json(extra_groups)))
 
     problems += multinode_problems(v, hostname, groups)
+    problems += gate_problems(v)
 
     if v['sglang_service_memory_check'] not in ('refuse', 'warn', 'off'):
         problems.append('sglang_service_memory_check must be refuse, warn or "off" (quoted: YAML reads a bare off as false); got %s.'
                         % _json(v['sglang_service_memory_check']))
+    return problems
+
+
+def gate_problems(v):
+    """The throughput gate's variables (docs/gate.md), when the caller passes them (validate.yml does)."""
+    if 'sglang_service_gate' not in v:
+        return []
+    problems = []
+    workload = v.get('sglang_service_gate_workload', {})
+    if not isinstance(workload, dict):
+        problems.append('sglang_service_gate_workload must be a dict with the keys %s; got %s.'
+                        % (', '.join(sorted(WORKLOAD_DEFAULTS)), _json(workload)))
+    else:
+        try:
+            workload_spec(workload)
+        except ValueError as e:
+            problems.append('sglang_service_gate_workload: %s.' % e)
+    ratio = v.get('sglang_service_gate_min_ratio', 1.0)
+    if not _number_like(ratio) or _float(ratio) <= 0:
+        problems.append('sglang_service_gate_min_ratio must be a number above 0 (1.0: no slower than the last known good unit, '
+                        '1.15: at least 15 %% faster); got %s.' % _json(ratio))
+    for name in ('sglang_service_gate_max_p99_ttft_ms', 'sglang_service_gate_max_p99_itl_ms'):
+        if not _number_like(v.get(name, 0)) or _float(v.get(name, 0)) < 0:
+            problems.append('%s must be 0 (no limit) or more milliseconds; got %s.' % (name, _json(v.get(name))))
     return problems
 
 

@@ -120,3 +120,41 @@ def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BY
     except (URLError, HTTPException, UrlsConnectionError, socket.error, socket.timeout, ValueError) as e:
         reason = getattr(e, 'reason', None)
         raise Unreachable(str(reason or e), refused=isinstance(reason or e, ConnectionRefusedError))
+
+
+def stream(url, body, read, headers=None, timeout=10, max_bytes=MAX_BODY_BYTES):
+    """POSTs ``body`` as JSON and, for a 2xx, returns ``(status, read(lines))`` where ``lines`` yields
+    the answer's lines as they arrive (at most ``max_bytes`` in all: a stream is read as it comes, for
+    its timing). Any other HTTP answer is ``(status, body bytes)``; no answer raises ``Unreachable``."""
+    headers = dict(headers or {})
+    headers['Content-Type'] = 'application/json'
+    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context(url))
+
+    def lines(response):
+        seen = 0
+        while True:
+            line = response.readline(max_bytes + 1)
+            if not line:
+                return
+            seen += len(line)
+            if seen > max_bytes:
+                raise TooLarge('the answer is larger than %d bytes' % max_bytes)
+            yield line
+
+    try:
+        response = request.open('POST', url, data=json.dumps(body).encode('utf-8'), headers=headers)
+        try:
+            return response.getcode(), read(lines(response))
+        finally:
+            response.close()
+    except HTTPError as e:
+        try:
+            payload = read_capped(e, max_bytes) if e.fp else b''
+        except Exception:  # pylint: disable=broad-except
+            payload = b''
+        finally:
+            e.close()
+        return e.code, payload
+    except (URLError, HTTPException, UrlsConnectionError, socket.error, socket.timeout, ValueError) as e:
+        reason = getattr(e, 'reason', None)
+        raise Unreachable(str(reason or e), refused=isinstance(reason or e, ConnectionRefusedError))

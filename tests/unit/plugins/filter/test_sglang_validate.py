@@ -28,7 +28,8 @@ VALUES = {
     'sglang_service_dist_init_port': 25000, 'sglang_service_node_address': 'ddtree-lab-ct129',
     '__sglang_service_home_roots': ['/root', '/home', '/run/user'], '__sglang_service_unit': 'sglang-qwen.service',
     '__sglang_service_user_dirs': ['/var/lib/sglang', '/var/cache/sglang'], '__sglang_service_control_dir': '/etc/ddtree-sglang',
-    'ml_env_root': '/opt/ddtree/ml-env',
+    'ml_env_root': '/opt/ddtree/ml-env', 'sglang_service_gate': False, 'sglang_service_gate_workload': {},
+    'sglang_service_gate_min_ratio': 1.0, 'sglang_service_gate_max_p99_ttft_ms': 0, 'sglang_service_gate_max_p99_itl_ms': 0,
 }
 GPUS = {'count': 2, 'gpu_classes': ['NVIDIA RTX A6000'], 'gpus': [], 'driver_version': '580.95.05', 'cuda_version': '13.0',
         'simulated': True}
@@ -116,6 +117,11 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_verdict_max_tokens': 0}, ['must be 1 or more tokens']),
     ({'sglang_service_verdict_expect': ['a']}, ['sglang_service_verdict_expect must be a string']),
     ({'sglang_service_verdict_settle_s': -1}, ['sglang_service_verdict_settle_s must be 0 or more seconds']),
+    ({'sglang_service_gate_workload': {'requests': 0}}, ['sglang_service_gate_workload: workload requests is 0; allowed: at least 1.']),
+    ({'sglang_service_gate_workload': [1]}, ['sglang_service_gate_workload must be a dict with the keys concurrency, input_tokens']),
+    ({'sglang_service_gate_min_ratio': 'fast'}, ['sglang_service_gate_min_ratio must be a number above 0', 'got "fast"']),
+    ({'sglang_service_gate_min_ratio': -1.1}, ['sglang_service_gate_min_ratio must be a number above 0', 'got -1.1']),
+    ({'sglang_service_gate_max_p99_itl_ms': -1}, ['sglang_service_gate_max_p99_itl_ms must be 0 (no limit) or more milliseconds']),
     ({'sglang_service_verdict_progress_s': -1}, ['sglang_service_verdict_progress_s must be 0 or more seconds']),
     ({'sglang_service_safety_timer_s': 900},
      ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + sglang_service_stop_timeout_s + 60 s',
