@@ -247,6 +247,29 @@ def _change(before, after):
     return '%s -> %s' % (_cell(before or '-'), _cell(after or '-'))
 
 
+GATE_KEYS = ('outcome', 'ratio', 'reasons', 'gate_s')
+GATE_NUMBERS = ('output_throughput', 'request_throughput', 'ttft_p99_ms', 'itl_p99_ms', 'completed', 'failed')
+
+
+def gate_row(result):
+    """The throughput gate's numbers a report keeps from a sglang_gate result ({} when no gate ran)."""
+    if not isinstance(result, dict) or not result.get('outcome') or result.get('skipped'):
+        return {}
+    row = dict((key, result.get(key)) for key in GATE_KEYS)
+    row.update((key, (result.get('measured') or {}).get(key)) for key in GATE_NUMBERS)
+    baseline = result.get('baseline') or {}
+    row['baseline_output_throughput'] = (baseline.get('measured') or {}).get('output_throughput')
+    return row
+
+
+def _gate_cells(gate):
+    if not gate:
+        return ['', '', '-']
+    ratio = gate.get('ratio')
+    return ['' if gate.get('output_throughput') is None else '%.1f' % float(gate['output_throughput']),
+            '' if ratio is None else '%.3f' % float(ratio), _cell(gate.get('outcome'))]
+
+
 def upgrade_report(records, plan=None, diagnosis_chars=160):
     """The fleet report: records in plan order, counts per outcome, and a Markdown table."""
     rows = []
@@ -254,6 +277,7 @@ def upgrade_report(records, plan=None, diagnosis_chars=160):
         if not isinstance(record, dict):
             continue
         row = dict(record)
+        row['gate'] = gate_row(row.get('gate'))
         if row.get('outcome') == 'deploying':
             # the host vanished while it was being deployed (the connection dropped)
             row['outcome'] = 'unreachable'
@@ -265,8 +289,8 @@ def upgrade_report(records, plan=None, diagnosis_chars=160):
     for row in rows:
         summary[row.get('outcome', 'pending')] = summary.get(row.get('outcome', 'pending'), 0) + 1
     lines = [
-        '| host | group | step | outcome | release | sglang | envelope | deploy s | verdict s | diagnosis |',
-        '|---|---|---|---|---|---|---|---|---|---|',
+        '| host | group | step | outcome | release | sglang | envelope | deploy s | verdict s | tok/s | ratio | gate | diagnosis |',
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ]
     for row in rows:
         before = row.get('before') or {}
@@ -288,6 +312,7 @@ def upgrade_report(records, plan=None, diagnosis_chars=160):
             _cell(_envelope_text(row.get('envelope'))),
             _cell('' if timings.get('deploy_s') is None else '%.1f' % float(timings['deploy_s'])),
             _cell('' if timings.get('verdict_s') is None else '%.1f' % float(timings['verdict_s'])),
+        ] + _gate_cells(row['gate']) + [
             _cell(text, diagnosis_chars),
         ]))
     order = [outcome for outcome in OUTCOMES if outcome in summary] + sorted(set(summary) - set(OUTCOMES))
