@@ -3,14 +3,16 @@
 # OUT (records directory under ROOT), HOST and FAILED_ARGS; each side passes its directory, its
 # collections path and its inventory arguments (one string, split on spaces; empty: ansible.cfg's).
 
-# run SIDE DIR COLLECTIONS INVENTORY_ARGS N: one deploy, its log under $OUT, prints "seconds tasks changed"
+# run SIDE DIR COLLECTIONS INVENTORY_ARGS N [ARG...]: one deploy (the ARGs added to its command line), its
+# log under $OUT, prints "seconds tasks changed"
 run() {
   local side=$1 dir=$2 collections=$3 inventory=$4 n=$5 log start end
+  shift 5
   log=$ROOT/$OUT/$side-$n.log
   start=$(date +%s.%N)
   # shellcheck disable=SC2086
   (cd "$dir" && ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_FORCE_COLOR=0 \
-     ansible-playbook $inventory deploy.yml -l "$HOST") >"$log" 2>&1 || { echo "deploy of $side failed: $log" >&2; exit 1; }
+     ansible-playbook $inventory deploy.yml -l "$HOST" "$@") >"$log" 2>&1 || { echo "deploy of $side failed: $log" >&2; exit 1; }
   end=$(date +%s.%N)
   printf '%.1f %s %s\n' "$(echo "$end - $start" | bc)" "$(grep -c '^TASK \[' "$log")" \
     "$(sed -n "s/^$HOST *: .*changed=\([0-9]*\).*/\1/p" "$log")"

@@ -283,3 +283,20 @@ def test_connections_tables():
         median(runs['ssh']['failed_seconds']), median(runs['podman']['failed_seconds'])) in ssh_page
     assert "by the host's clock: %.2f s over SSH, %.2f s through" % (
         median(runs['ssh']['crash_to_restart_s']), median(runs['podman']['crash_to_restart_s'])) in ssh_page
+
+
+def test_gate_cost_table():
+    runs = record('gate_cost.json')
+    text = section(BENCHMARKS, "The throughput gate's cost")
+    off, on = tables(text)[0]
+    for row, arm in ((off, 'off'), (on, 'on')):
+        seconds = runs[arm + '_s']
+        assert len(seconds) == runs['runs']
+        assert [float(v) for v in row['runs'].split()] == seconds
+        assert float(row['deploy s (median)']) == runs[arm + '_median_s'] == median(seconds)
+    assert runs['overhead_s'] == round(runs['on_median_s'] - runs['off_median_s'], 1)
+    assert runs['gate_median_s'] == median(runs['gate_s'])
+    assert 'Overhead: %s s a deploy' % runs['overhead_s'] in text
+    assert 'the gate task itself (gate_s, host clock): median %s s' % runs['gate_median_s'] in text
+    gate_page = read('docs', 'gate.md')
+    assert 'costs a deploy %s s (median of %d, gate task %s s)' % (runs['overhead_s'], runs['runs'], runs['gate_median_s']) in gate_page
