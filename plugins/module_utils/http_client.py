@@ -91,44 +91,13 @@ def call(method, url, body=None, headers=None, timeout=10, max_bytes=MAX_BODY_BY
 
     ``body`` other than None is sent as JSON. A 3xx comes back as its status (not followed).
     """
-    headers = dict(headers or {})
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode('utf-8')
-        headers['Content-Type'] = 'application/json'
-    # no netrc: a ~/.netrc entry for the host would add credentials nobody asked for
-    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context(url))
-    try:
-        response = request.open(method, url, data=data, headers=headers)
-        try:
-            return response.getcode(), read_capped(response, max_bytes)
-        finally:
-            response.close()
-    except HTTPError as e:
-        # an HTTP answer other than 2xx (a 3xx included, since redirects are not followed)
-        if not e.fp:
-            return e.code, b''
-        try:
-            payload = read_capped(e, max_bytes)
-        except TooLarge:
-            raise
-        except Exception:  # pylint: disable=broad-except
-            payload = b''
-        finally:
-            e.close()
-        return e.code, payload
-    except (URLError, HTTPException, UrlsConnectionError, socket.error, socket.timeout, ValueError) as e:
-        reason = getattr(e, 'reason', None)
-        raise Unreachable(str(reason or e), refused=isinstance(reason or e, ConnectionRefusedError))
+    return _exchange(method, url, body, headers, timeout, max_bytes, lambda response: read_capped(response, max_bytes))
 
 
 def stream(url, body, read, headers=None, timeout=10, max_bytes=MAX_BODY_BYTES):
     """POSTs ``body`` as JSON and, for a 2xx, returns ``(status, read(lines))`` where ``lines`` yields
     the answer's lines as they arrive (at most ``max_bytes`` in all: a stream is read as it comes, for
     its timing). Any other HTTP answer is ``(status, body bytes)``; no answer raises ``Unreachable``."""
-    headers = dict(headers or {})
-    headers['Content-Type'] = 'application/json'
-    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context(url))
 
     def lines(response):
         seen = 0
@@ -141,15 +110,34 @@ def stream(url, body, read, headers=None, timeout=10, max_bytes=MAX_BODY_BYTES):
                 raise TooLarge('the answer is larger than %d bytes' % max_bytes)
             yield line
 
+    return _exchange('POST', url, body, headers, timeout, max_bytes, lambda response: read(lines(response)))
+
+
+def _exchange(method, url, body, headers, timeout, max_bytes, read_answer):
+    """Sends the request; ``(status, read_answer(response))`` for a 2xx, ``(status, body bytes)`` for
+    another HTTP answer, ``Unreachable`` for none."""
+    # pylint: disable=too-many-arguments,too-many-positional-arguments
+    headers = dict(headers or {})
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode('utf-8')
+        headers['Content-Type'] = 'application/json'
+    # no netrc: a ~/.netrc entry for the host would add credentials nobody asked for
+    request = Request(use_proxy=False, follow_redirects='none', use_netrc=False, timeout=clamp_timeout(timeout), context=tls_context(url))
     try:
-        response = request.open('POST', url, data=json.dumps(body).encode('utf-8'), headers=headers)
+        response = request.open(method, url, data=data, headers=headers)
         try:
-            return response.getcode(), read(lines(response))
+            return response.getcode(), read_answer(response)
         finally:
             response.close()
     except HTTPError as e:
+        # an HTTP answer other than 2xx (a 3xx included, since redirects are not followed)
+        if not e.fp:
+            return e.code, b''
         try:
-            payload = read_capped(e, max_bytes) if e.fp else b''
+            payload = read_capped(e, max_bytes)
+        except TooLarge:
+            raise
         except Exception:  # pylint: disable=broad-except
             payload = b''
         finally:
