@@ -340,6 +340,7 @@ class HealthCheck:
             generation_text=self.api['generation_text'],
             generation_latency_s=self.api['generation_latency_s'],
             ignored_flag_warnings=signatures.warnings(lines),
+            journal_warnings=signatures.notable_lines(lines, self.server_args),
             decided_at=round(time.time(), 3),
         )
 
@@ -505,11 +506,13 @@ class HealthCheck:
 
             if new_entries or not judged:
                 judged = True
-                cause = signatures.diagnose(self.lines(), self.server_args)[0]
-                if cause is not None and cause != signatures.UNCLASSIFIED:
+                # only an error that ends SGLang fails a live server (signatures' rule); a warning or a line of
+                # evidence waits for the unit or the API to show the failure, and is reported with the warnings
+                decided = signatures.deciding(self.lines(), self.server_args)
+                if decided is not None:
                     self.drain_journal()
                     self.state = self.show()
-                    return self.failure_from_journal(cause, '')
+                    return self.failure_from_journal(decided['id'], '')
 
             if self.healthy_at is not None:
                 # settle window: the same unit state and journal checks, nothing else

@@ -52,7 +52,8 @@ _PHASE_MARKERS = (
 
 _PHASE_RANK = dict((name, rank) for rank, name in enumerate(PHASES))
 
-_OOM = r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation)'
+# torch's caching allocator, the CUDA runtime, and torch_npu's allocator on Ascend (SGLang's NPU backend)
+_OOM = r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation|NPU out of memory\. Tried)'
 
 # Fields of an entry:
 #   id          stable name, returned as ``cause``
@@ -76,6 +77,7 @@ _OOM = r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: ou
 SIGNATURES = (
     {
         'id': 'unrecognized_arguments',
+        'ends': True,
         'patterns': (r'error: unrecognized arguments: (?P<args>.+)$',),
         'phase': 'starting',
         'fatal': True,
@@ -88,6 +90,7 @@ SIGNATURES = (
     },
     {
         'id': 'invalid_argument',
+        'ends': True,
         'patterns': (
             r'error: argument (?P<arg>\S+?):? invalid choice: (?P<value>\S+)(?: \(choose from (?P<choices>.*)\))?',
             r'error: argument (?P<arg>\S+?): (?P<value>.+)$',
@@ -118,10 +121,13 @@ SIGNATURES = (
         'id': 'driver_too_old',
         'patterns': (
             # pytorch/pytorch c10/cuda/CUDAFunctions.cpp (device_count_impl): cudaErrorInsufficientDriver
-            r'driver on your system is too old \(found version (?P<found>\d+)\)',
+            {'re': r'driver on your system is too old \(found version (?P<found>\d+)\)',
+             'source': 'pytorch/pytorch c10/cuda/CUDAFunctions.cpp::device_count_impl (cudaErrorInsufficientDriver)'},
             # cudaGetErrorString(cudaErrorInsufficientDriver), and the enum's name as cuda-python / CuTe DSL print it
-            r'CUDA driver version is insufficient for CUDA runtime version',
-            r'cudaErrorInsufficientDriver',
+            {'re': r'CUDA driver version is insufficient for CUDA runtime version',
+             'source': 'CUDA runtime cudaGetErrorString(cudaErrorInsufficientDriver)'},
+            {'re': r'cudaErrorInsufficientDriver',
+             'source': 'CUDA runtime error enum cudaErrorInsufficientDriver, by name as cuda-python and CuTe DSL print it'},
             # torch's "Unexpected error from cudaGetDeviceCount() ... Error 804: <cudaGetErrorString>" (same file):
             # cudaErrorCompatNotSupportedOnDevice, a CUDA newer than the driver on a card without forward compatibility
             r'Error (?P<error>804): forward compatibility was attempted on non supported HW',
@@ -142,11 +148,14 @@ SIGNATURES = (
         'patterns': (
             # huggingface/huggingface_hub src/huggingface_hub/utils/_http.py::hf_raise_for_status (GatedRepoError)
             r'Cannot access gated repo for url (?P<url>https?://\S+?)\.?$',
-            r'GatedRepoError(?::\s*(?P<status>\d{3}) Client Error)?',
+            {'re': r'GatedRepoError(?::\s*(?P<status>\d{3}) Client Error)?',
+             'source': 'huggingface/huggingface_hub src/huggingface_hub/utils/_http.py::hf_raise_for_status (GatedRepoError)'},
             # psf/requests Response.raise_for_status on a hub URL (older huggingface_hub let it through)
-            r'(?P<status>401|403) Client Error: [\w ]+ for url: (?P<url>https://(?:huggingface\.co|hf\.co)/\S+)',
+            {'re': r'(?P<status>401|403) Client Error: [\w ]+ for url: (?P<url>https://(?:huggingface\.co|hf\.co)/\S+)',
+             'source': 'psf/requests src/requests/models.py::Response.raise_for_status on a Hub URL'},
             # huggingface/transformers src/transformers/utils/hub.py::cached_file (hub unreachable, nothing cached)
-            r"We couldn't connect to '(?P<url>[^']+)' to load this file",
+            {'re': r"We couldn't connect to '(?P<url>[^']+)' to load this file",
+             'source': 'huggingface/transformers src/transformers/utils/hub.py::cached_file (Hub unreachable, nothing cached)'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -163,7 +172,14 @@ SIGNATURES = (
         'patterns': (
             r'undefined symbol: ?(?P<symbol>\S*)',
             r'no kernel image is available for execution on the device',
-            r'CUDA error: no kernel image',
+            {'re': r'CUDA error: no kernel image',
+             'source': 'pytorch/pytorch c10/cuda/CUDAException.h (C10_CUDA_CHECK): cudaErrorNoKernelImageForDevice'},
+            # ROCm's kernel library has no build for this GPU (the same fault on AMD: kernels missing for the arch)
+            {'re': r'Unknown GPU architecture: (?P<symbol>gfx\w+)', 'source': 'ROCm/aiter aiter/jit/utils/chip_info.py::get_gfx_custom_op_core'},
+            # the dynamic loader's error (dlopen) as Python's ImportError prints it: a CUDA library of the major version
+            # the wheels were built for is missing (libnvrtc.so.12 on a CUDA 13 host)
+            r'(?P<symbol>lib(?:cudart|nvrtc|cublas\w*|cusparse\w*|cusolver\w*|cufft\w*|curand|cudnn\w*|nccl|nvJitLink|cuda)'
+            r'\.so[.\d]*): cannot open shared object file',
         ),
         'phase': 'starting',
         'fatal': True,
@@ -177,12 +193,17 @@ SIGNATURES = (
     {
         'id': 'model_config_error',
         'patterns': (
-            r"Can't load the configuration of '(?P<path>[^']+)'",
-            r"(?P<path>\S+) does not appear to have a file named config\.json",
-            r'checkpoint you are trying to load has model type `(?P<model_type>[^`]+)`',
+            {'re': r"Can't load the configuration of '(?P<path>[^']+)'",
+             'source': 'huggingface/transformers src/transformers/configuration_utils.py::PretrainedConfig._get_config_dict'},
+            {'re': r"(?P<path>\S+) does not appear to have a file named config\.json",
+             'source': 'huggingface/transformers src/transformers/utils/hub.py::cached_file (a directory without the file)'},
+            {'re': r'checkpoint you are trying to load has model type `(?P<model_type>[^`]+)`',
+             'source': 'huggingface/transformers src/transformers/models/auto/configuration_auto.py::AutoConfig.from_pretrained'},
             # huggingface/huggingface_hub src/huggingface_hub/utils/_validators.py::validate_repo_id (HFValidationError):
             # a --model-path that is not a directory on the host is taken for a Hub repo id, and an absolute path is none
             r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>[^']+)'",
+            # the exception's class, whichever of validate_repo_id's checks failed (form, characters, length)
+            r'huggingface_hub\.(?:utils\.)?(?:_validators\.|errors\.)?HFValidationError',
             # huggingface/transformers src/transformers/models/auto/configuration_auto.py::AutoConfig.from_pretrained: the
             # traceback's source line above the KeyError of a model_type this transformers does not know (newer builds
             # re-raise it as the "has model type" ValueError above)
@@ -206,7 +227,8 @@ SIGNATURES = (
             r'(?:Loading (?P<path>\S+) )?requires you to execute (?:the \w+ file in that repo|custom code contained in the model repository)',
             r'(?:set the option|passing the argument) `trust_remote_code=True`',
             # sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py::_auto_tokenizer_from_pretrained
-            r'`--trust-remote-code` flag',
+            {'re': r'`--trust-remote-code` flag',
+             'source': 'sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py::_auto_tokenizer_from_pretrained'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -221,7 +243,11 @@ SIGNATURES = (
         'id': 'unsupported_architecture',
         # sgl-project/sglang python/sglang/srt/models/registry.py::_ModelRegistry (vLLM's registry words it the same)
         # ("... are not supported for now."; a paste cut inside "now" still names the architectures)
-        'patterns': (r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported\b',),
+        'patterns': (
+            r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported\b',
+            {'re': r'Unsupported architectures: (?P<architectures>[^.]+)\. Supported list:',
+             'source': 'sgl-project/sglang python/sglang/srt/managers/router/model_runner.py::get_model_cls_by_arch_name (2024)'},
+        ),
         'phase': 'starting',
         'fatal': True,
         'priority': 88,
@@ -238,12 +264,15 @@ SIGNATURES = (
             r'data did not match any variant of untagged enum (?P<detail>\w+)',
             # sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py (_auto_tokenizer_from_pretrained,
             # get_tokenizer with fastokens)
-            r'Failed to load the tokenizer\.',
-            r'fastokens failed to load tokenizer for',
+            {'re': r'Failed to load the tokenizer\.',
+             'source': 'sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py::_auto_tokenizer_from_pretrained'},
+            {'re': r'fastokens failed to load tokenizer for',
+             'source': 'sgl-project/sglang python/sglang/srt/utils/hf_transformers/tokenizer.py::get_tokenizer (fastokens)'},
             # huggingface/transformers src/transformers/tokenization_utils_base.py::from_pretrained and
             # tokenization_utils_fast.py::PreTrainedTokenizerFast.__init__
             r"Can't load tokenizer for '(?P<path>[^']+)'",
-            r"Couldn't instantiate the backend tokenizer",
+            {'re': r"Couldn't instantiate the backend tokenizer",
+             'source': 'huggingface/transformers src/transformers/tokenization_utils_fast.py::PreTrainedTokenizerFast.__init__'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -263,6 +292,9 @@ SIGNATURES = (
             # [::]:29500 (errno: 98 - Address already in use)." (the torch.distributed store's port)
             r'failed to bind to (?P<address>\S+) \(errno: 98 - Address already in use\)',
             r'\[Errno 98\].*',
+            # the HTTP, metrics and NCCL ports, each waited for by name
+            {'re': r'(?P<address>\w+ at \d+) is not available in \d+ seconds\. \w+ is used by a process already',
+             'source': 'sgl-project/sglang python/sglang/srt/utils/common.py::wait_port_available'},
             r'(?i)address already in use',
         ),
         'phase': 'binding',
@@ -276,12 +308,12 @@ SIGNATURES = (
     },
     {
         'id': 'kv_profile_too_small',
-        # sgl-project/sglang python/sglang/srt/mem_cache/kv_cache_configurator.py::_apply_token_constraints
-        # (model_runner.py in 0.4.x): a warning, and SGLang goes on with the profiled value; at or below 0 no
-        # KV cache fits at all (0.5.x then fails with "Not enough memory", older builds run on into a crash)
+        # a warning (model_runner.py in 0.4.x), and SGLang goes on with the profiled value; at or below 0 no KV cache
+        # fits at all (0.5.x then fails with "Not enough memory", older builds run on into a crash)
         'patterns': (
             {'re': r'max_total_tokens=(?P<max_total_tokens>\d+) is larger than the profiled value (?P<profiled>-?\d+)',
-             'fatal_at_most': {'profiled': 0}},
+             'fatal_at_most': {'profiled': 0},
+             'source': 'sgl-project/sglang python/sglang/srt/mem_cache/kv_cache_configurator.py::_apply_token_constraints'},
         ),
         'phase': 'sizing_pools',
         'fatal': True,
@@ -296,9 +328,14 @@ SIGNATURES = (
     },
     {
         'id': 'mem_pool_too_small',
+        'ends': True,
         # newer builds append "Current value: ..." (pool_configurator.py MemoryPoolConfig; 0.5.6 printed the
         # expression: "self.server_args.mem_fraction_static=0.2"), older ones stop at the period
         'patterns': (
+            {'re': r'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=(?P<mem_fraction_static>[0-9.]+)'
+                   r'(?:\. Raise --mem-fraction-static above (?P<mem_fraction_static_up>[0-9.]+))?',
+             'source': 'sgl-project/sglang python/sglang/srt KV-cache sizing after the weights load (rest_memory <= 0), '
+                       'the newer wording of the message below'},
             r'Not enough memory\. Please try to increase --mem-fraction-static\.'
             r'(?: Current value: (?:\w+\.)*mem_fraction_static=(?P<mem_fraction_static>[0-9.]+))?',
         ),
@@ -315,7 +352,11 @@ SIGNATURES = (
     },
     {
         'id': 'cuda_oom_graph_capture',
-        'patterns': (r'Capture cuda graph failed:.*' + _OOM, _OOM),
+        'patterns': (
+            {'re': r'Capture cuda graph failed:.*' + _OOM,
+             'source': 'sgl-project/sglang python/sglang/srt/model_executor/cuda_graph_runner.py::CudaGraphRunner.__init__'},
+            _OOM,
+        ),
         'when_phase': ('capturing_cuda_graph',),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
@@ -327,7 +368,7 @@ SIGNATURES = (
     },
     {
         'id': 'cuda_oom_loading_weights',
-        'patterns': (_OOM,),
+        'patterns': ({'re': _OOM, 'source': 'pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp (torch.OutOfMemoryError)'},),
         'when_phase': ('starting', 'loading_weights'),
         'phase': 'loading_weights',
         'fatal': True,
@@ -365,11 +406,13 @@ SIGNATURES = (
             r'(?P<stage>Decode|Prefill) out of memory\. Try to lower your batch size',
             r'^Try to allocate (?P<needed>\d+) tokens\.',
             r'^Ava(?:li|il)able tokens: (?P<available>\d+)',  # "Avaliable" in 0.4.x
-            r'alloc_req_slots runs out of memory',
-            # sgl-project/sglang python/sglang/srt/managers/scheduler.py (update_running_batch; "Decode out of memory
-            # happened." before 0.5): a warning, SGLang retracts requests and re-queues them, the server goes on
+            {'re': r'alloc_req_slots runs out of memory',
+             'source': 'sgl-project/sglang python/sglang/srt/managers/schedule_batch.py::ScheduleBatch.alloc_req_slots'},
+            # a warning ("Decode out of memory happened." before 0.5): SGLang retracts requests and re-queues them, the
+            # server goes on
             {'re': r'(?:Decode out of memory happened|KV cache pool is full\. Retract requests)\. #retracted_reqs: (?P<retracted>\d+)',
-             'fatal': False, 'fatal_with': ('child_process_died',)},
+             'fatal': False, 'fatal_with': ('child_process_died',),
+             'source': 'sgl-project/sglang python/sglang/srt/managers/scheduler.py::update_running_batch'},
         ),
         'phase': 'ready',
         'fatal': True,
@@ -400,17 +443,17 @@ SIGNATURES = (
         'patterns': (
             # Python's subprocess when the build tool is not on PATH (flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja,
             # torch/utils/cpp_extension.py), and torch's own check for it
-            r"No such file or directory: '(?P<tool>ninja|nvcc)'",
-            r'Ninja is required to load C\+\+ extensions',
-            # flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja
-            r'Ninja build failed\.',
-            # pytorch/pytorch torch/utils/cpp_extension.py::_run_ninja_build (subprocess.run(['ninja', '-v'], check=True))
-            r"Error building extension '(?P<extension>[^']+)'",
-            r"Command '\['(?P<tool>ninja)'[^\]]*\]' returned non-zero exit status (?P<status>\d+)",
-            # apache/tvm-ffi python/tvm_ffi/cpp/extension.py::build_ninja (SGLang's jit_kernel builds through it)
-            r'(?P<tool>ninja) exited with status (?P<status>\d+)',
-            # ninja itself
-            r'^ninja: build stopped: subcommand failed',
+            {'re': r"No such file or directory: '(?P<tool>ninja|nvcc)'",
+             'source': "Python's subprocess (FileNotFoundError) from flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja"},
+            {'re': r'Ninja is required to load C\+\+ extensions',
+             'source': 'pytorch/pytorch torch/utils/cpp_extension.py::verify_ninja_availability'},
+            {'re': r'Ninja build failed\.', 'source': 'flashinfer-ai/flashinfer python/flashinfer/jit/cpp_ext.py::run_ninja'},
+            {'re': r"Error building extension '(?P<extension>[^']+)'", 'source': 'pytorch/pytorch torch/utils/cpp_extension.py::_run_ninja_build'},
+            {'re': r"Command '\['(?P<tool>ninja)'[^\]]*\]' returned non-zero exit status (?P<status>\d+)",
+             'source': 'pytorch/pytorch torch/utils/cpp_extension.py::_run_ninja_build (subprocess.run check=True)'},
+            # SGLang's jit_kernel builds through tvm-ffi
+            {'re': r'(?P<tool>ninja) exited with status (?P<status>\d+)', 'source': 'apache/tvm-ffi python/tvm_ffi/cpp/extension.py::build_ninja'},
+            {'re': r'^ninja: build stopped: subcommand failed', 'source': "ninja-build/ninja src/build.cc (a failed build's last line)"},
         ),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
@@ -425,17 +468,16 @@ SIGNATURES = (
     {
         'id': 'host_oom_killed',
         'patterns': (
-            r'A process of this unit has been killed by the (?P<evidence>OOM killer)',
-            r'(?P<evidence>Out of memory: Killed process)',
-            # torvalds/linux mm/oom_kill.c::dump_oom_summary and mm/memcontrol.c (cgroup v1, "Task in <cgroup> killed as a
-            # result of limit of <cgroup>"), as dmesg prints them
-            r'(?P<evidence>oom-kill:constraint=)',
-            r'(?P<evidence>killed as a result of limit of) ',
-            # weaker: SIGKILL seen from outside, most often the OOM killer, but SGLang also SIGKILLs its own tree after
-            # a failure it printed: bash's job status ("line N:  PID Killed  cmd"), docker's 128+9, and Ray's list of causes
-            {'re': r'line \d+: +\d+ (?P<evidence>Killed) +\S', 'priority': 12},
-            {'re': r'(?P<evidence>exited with code 137)\b', 'priority': 12},
-            {'re': r'(?P<evidence>killed by SIGKILL by OOM killer) due to high memory usage', 'priority': 12},
+            # systemd's own line in the unit's journal: the unit is going down
+            {'re': r'A process of this unit has been killed by the (?P<evidence>OOM killer)', 'ends': True,
+             'source': "systemd/systemd src/core/unit.c::unit_check_oom, in the unit's own journal"},
+            {'re': r'(?P<evidence>Out of memory: Killed process)', 'source': 'torvalds/linux mm/oom_kill.c::__oom_kill_process'},
+            # the kernel's report as dmesg prints it (cgroup v1: "Task in <cgroup> killed as a result of limit of <cgroup>")
+            {'re': r'(?P<evidence>oom-kill:constraint=)', 'source': 'torvalds/linux mm/oom_kill.c::dump_oom_summary'},
+            {'re': r'(?P<evidence>killed as a result of limit of) ',
+             'source': 'torvalds/linux mm/memcontrol.c::mem_cgroup_print_oom_context (cgroup v1)'},
+            # bash's job status, docker's exit code 137 and Ray's actor-death message are not matched: no journal of a
+            # systemd unit holds them (the unit's own journal has systemd's line above)
         ),
         'phase': 'loading_weights',
         'fatal': True,
@@ -449,17 +491,27 @@ SIGNATURES = (
     },
     {
         'id': 'cuda_illegal_memory_access',
-        # torch's wording for cudaErrorIllegalAddress ("CUDA error: ..."), and flashinfer's FLASHINFER_CUDA_CALL
-        # ("CUDA Error: ..."); in SGLang usually a kernel bug of one attention or speculative-decoding path
-        # (sgl-project/sglang#5029 shows it during graph capture)
-        'patterns': (r'CUDA [Ee]rror: an illegal memory access was encountered', r'cudaErrorIllegalAddress'),
+        # torch's wording of a kernel fault ("CUDA error: <cudaGetErrorString>"), and flashinfer's FLASHINFER_CUDA_CALL
+        # ("CUDA Error: ..."): the errors that leave the CUDA context unusable; in SGLang usually a kernel bug of one
+        # attention or speculative-decoding path (sgl-project/sglang#5029 shows it during graph capture), or a
+        # peer-to-peer fault between GPUs
+        'patterns': (
+            {'re': r'CUDA [Ee]rror: (?P<error>an illegal memory access was encountered|an illegal instruction was encountered|'
+                   r'misaligned address|unspecified launch failure|device-side assert triggered|'
+                   r'Invalid access of peer GPU memory over nvlink or a hardware error)',
+             'source': 'CUDA runtime cudaGetErrorString of cudaErrorIllegalAddress, cudaErrorIllegalInstruction, '
+                       'cudaErrorMisalignedAddress, cudaErrorLaunchFailure, cudaErrorAssert and cudaErrorContained'},
+            {'re': r'cudaErrorIllegalAddress', 'source': 'CUDA runtime error enum cudaErrorIllegalAddress, by name (flashinfer)'},
+        ),
         'phase': 'ready',
         'fatal': True,
         'priority': 55,  # above cuda_graph_capture_failed: inside a capture, the illegal access is the root cause
-        'diagnosis': 'a CUDA kernel made an illegal memory access (the GPU context is lost; the server cannot continue)',
+        'diagnosis': 'a CUDA kernel faulted: {error} (the GPU context is lost; the server cannot continue)',
         'advice': 'A kernel bug, not a sizing problem: rerun with CUDA_LAUNCH_BLOCKING=1 in the unit environment to find the '
                   'kernel, then try another --attention-backend, --disable-cuda-graph, or a build with the fix; if it started '
-                  'with the speculative algorithm ({speculative_algorithm}), try without it.',
+                  'with the speculative algorithm ({speculative_algorithm}), try without it. A peer-memory fault over NVLink '
+                  'points at the interconnect: check `nvidia-smi -q` for Xid and NVLink errors.',
+        'defaults': {'error': 'an illegal memory access was encountered'},
     },
     {
         'id': 'cuda_graph_capture_failed',
@@ -467,9 +519,10 @@ SIGNATURES = (
             r'Capture cuda graph failed(?::\s*(?P<detail>.*))?',
             # cudaGetErrorString(cudaErrorStreamCaptureUnsupported) as torch raises it, and torch's
             # aten/src/ATen/cuda/CUDAGeneratorImpl.cpp ("Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture")
-            r'(?P<detail>operation not permitted when stream is capturing)',
+            {'re': r'(?P<detail>operation not permitted when stream is capturing)',
+             'source': 'CUDA runtime cudaGetErrorString(cudaErrorStreamCaptureUnsupported)'},
             r'(?P<detail>Cannot call \S+ during CUDA graph capture)',
-            r'(?P<detail>cudaErrorStreamCapture\w+)',
+            {'re': r'(?P<detail>cudaErrorStreamCapture\w+)', 'source': 'CUDA runtime error enums cudaErrorStreamCapture*, by name'},
         ),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
@@ -486,10 +539,11 @@ SIGNATURES = (
             # pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp (SocketImpl::waitForInput, SocketConnectOp) and
             # TCPStore.cpp (the server waiting for its clients)
             r'\[c10d\] waitForInput: socket .*remote=(?P<remote>\S+?)\) timed out after (?P<timeout>\d+m?s)',
-            r'The client socket has timed out after (?P<timeout>\d+m?s) while trying to connect to \((?P<remote>[^)]+)\)',
-            r'Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined',
+            {'re': r'The client socket has timed out after (?P<timeout>\d+m?s) while trying to connect to \((?P<remote>[^)]+)\)',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp::SocketConnectOp'},
+            {'re': r'Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/TCPStore.cpp (the server waiting for its clients)'},
             r'torch\.distributed\.(?:DistStoreError|DistNetworkError)',
-            r'Timed out .*(?:rendezvous|TCPStore|store)',
         ),
         'phase': 'starting',
         'fatal': True,
@@ -505,14 +559,18 @@ SIGNATURES = (
         'id': 'nccl_distributed_init',
         'patterns': (
             r'NCCL error',
-            r'nccl(?:InternalError|UnhandledCudaError|SystemError|InvalidUsage|RemoteError)',
-            r'ProcessGroupNCCL.*(?:[Tt]imeout|timed out|Watchdog caught)',
+            {'re': r'nccl(?:InternalError|UnhandledCudaError|SystemError|InvalidUsage|RemoteError)',
+             'source': "NVIDIA/nccl src/nccl.h.in (ncclResult_t names as torch's NCCL error messages carry them)"},
+            {'re': r'ProcessGroupNCCL.*(?:[Tt]imeout|timed out|Watchdog caught)',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (watchdog thread)'},
             # torch's what() line of the same timeout names no file
-            r'Watchdog caught collective operation timeout',
-            r'torch\.distributed\.DistBackendError',
-            r'init_process_group.*(?:timed out|[Tt]imeout)',
-            # NVIDIA/nccl src/misc/socket.cc (socketStartConnect / socketPollConnect): bootstrap cannot reach a peer
-            r'NCCL WARN \w+: Connect to (?P<peer>\S+) failed',
+            {'re': r'Watchdog caught collective operation timeout',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (WorkNCCL timeout what())'},
+            {'re': r'torch\.distributed\.DistBackendError',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/exception.h (DistBackendError, raised by ProcessGroupNCCL)'},
+            # bootstrap cannot reach a peer (a warning-level line: it names the peer for the advice of a later error)
+            {'re': r'NCCL WARN \w+: Connect to (?P<peer>\S+) failed',
+             'source': 'NVIDIA/nccl src/misc/socket.cc::socketStartConnect / socketPollConnect'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -526,7 +584,12 @@ SIGNATURES = (
     },
     {
         'id': 'scheduler_watchdog',
-        'patterns': (r'[Ww]atchdog timeout',),
+        # no 'ends': a soft watchdog (soft=True) prints the same line and its py-spy dump, and the server goes on
+        'patterns': (
+            r'[Ww]atchdog timeout',
+            # the watchdog (utils/watchdog.py) dumps the schedulers' stacks when a batch hangs past --watchdog-timeout
+            {'re': r'Pyspy dump for PID \d+', 'source': 'sgl-project/sglang python/sglang/srt/utils/common.py::pyspy_dump_schedulers'},
+        ),
         'phase': 'ready',
         'fatal': True,
         'priority': 30,
@@ -539,11 +602,19 @@ SIGNATURES = (
         'patterns': (
             # sgl-project/sglang python/sglang/srt/entrypoints/http_server.py::_execute_server_warmup
             # (_wait_and_warmup before 0.5): the server's requests to its own API, then it kills itself
-            r'Initialization failed\. warmup error',
+            {'re': r'Initialization failed\. warmup error', 'ends': True},
+            # the warmup's own frame in a traceback (an answer it could not read, a request that raised)
+            {'re': r'sglang/srt/(?:entrypoints/http_server|server)\.py", line \d+, in (?:_execute_server_warmup|_wait_and_warmup)\b',
+             'source': 'sgl-project/sglang python/sglang/srt/entrypoints/http_server.py::_execute_server_warmup '
+                       '(server.py::_wait_and_warmup before 0.4)'},
+            # the diffusion server's own words
+            {'re': r'Server warmup failed; aborting startup', 'ends': True,
+             'source': 'sgl-project/sglang python/sglang/multimodal_gen/runtime/entrypoints/http_server.py'},
             r'AssertionError: res=<Response \[(?P<status>\d{3})\]>',
-            # urllib3 src/urllib3/connectionpool.py::_make_request debug line of that request: an absolute URL in the
-            # request line means it went to an HTTP proxy, which answered instead of the server
-            r'(?P<proxy>https?://\S+) "GET (?P<url>https?://\S+/(?:get_)?model_info) HTTP/1\.[01]" (?P<status>[345]\d\d)\b',
+            # urllib3's debug line of that request: an absolute URL in the request line means it went to an HTTP proxy,
+            # which answered instead of the server
+            {'re': r'(?P<proxy>https?://\S+) "GET (?P<url>https?://\S+/(?:get_)?model_info) HTTP/1\.[01]" (?P<status>[345]\d\d)\b',
+             'source': 'urllib3/urllib3 src/urllib3/connectionpool.py::_make_request (its debug line of the warmup request)'},
         ),
         'phase': 'binding',
         'fatal': True,
@@ -556,13 +627,22 @@ SIGNATURES = (
     },
     {
         'id': 'child_process_died',
+        'ends': True,
         # start-up wording (launch_server; 0.4.x builds spelled it "proces"), the running server's handler
         # (http_server.py / tokenizer_manager.py), and 0.4.x's SIGCHLD handler (engine.py::_set_envs_and_config),
         # which logs the raw wait status
         'patterns': (
             r'Received sigquit from a child proces(?:s)?\b',
-            r'SIGQUIT received\. .*It usually means one child failed',
-            r'Child process unexpectedly failed with an exit code (?P<exit_code>\d+)',
+            {'re': r'SIGQUIT received\. .*It usually means one child failed',
+             'source': 'sgl-project/sglang python/sglang/srt/entrypoints/http_server.py (the SIGQUIT handler)'},
+            {'re': r'Child process unexpectedly failed with an exit code (?P<exit_code>\d+)',
+             'source': 'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_set_envs_and_config (0.4.x SIGCHLD handler)'},
+            # logger.error(f"Scheduler hit an exception: {traceback}") (and the data-parallel controller's and detokenizer's
+            # copies), then the parent is sent SIGQUIT
+            {'re': r'(?:Scheduler|DataParallelController|DetokenizerManager|TpModelWorkerClient) hit an exception',
+             'source': 'sgl-project/sglang python/sglang/srt/managers/scheduler.py::run_scheduler_process'},
+            # a scheduler's pipe closed before it said ready, then "Exit code: N" (multimodal_gen's launcher too)
+            {'re': r'Rank \d+ scheduler is dead\.', 'source': 'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_launch_subprocesses'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -578,8 +658,10 @@ SIGNATURES = (
         # ModelConfig._derive_context_length for a context past the model's): the innermost frame names the check,
         # the exception line after it says why (merged in as {reason})
         'patterns': (
-            r'sglang/srt/(?P<file>arg_groups/(?!pipeline\.py|resolution_hooks\.py)\w+\.py|configs/model_config\.py)", '
-            r'line (?P<line>\d+), in (?P<func>\w+)',
+            {'re': r'sglang/srt/(?P<file>arg_groups/(?!pipeline\.py|resolution_hooks\.py)\w+\.py|configs/model_config\.py)", '
+                   r'line (?P<line>\d+), in (?P<func>\w+)',
+             'source': 'sgl-project/sglang 0.5.23 python/sglang/srt/arg_groups/*_hook.py (ServerArgs.resolve_once), '
+                       'as the lab\'s real wheel raises them'},
             {'re': r'(?:^|\s)(?:ValueError|AssertionError|NotImplementedError): (?P<reason>.+)$', 'fatal': False},
         ),
         'phase': 'starting',
@@ -594,7 +676,10 @@ SIGNATURES = (
     },
     {
         'id': 'flag_ignored',
-        'patterns': (r'(?P<flag>\w+) is ignored (?:for|because|when|since) (?P<reason>.*)$',),
+        'patterns': (
+            {'re': r'(?P<flag>\w+) is ignored (?:for|because|when|since) (?P<reason>.*)$',
+             'source': "the DDTree patch set's warning as the field notes quote it (docs/background.md)"},
+        ),
         'phase': 'starting',
         'fatal': False,
         'priority': 0,
@@ -609,11 +694,12 @@ SIGNATURES = (
 # scheduler.py, tp_worker_overlap_thread.py), vLLM's CacheEngine._allocate_kv_cache and torch's
 # CUDAGraph.capture_begin/_end. A start-up frame wins over a forward frame (capture and warmup run the model's
 # forward too).
-_FRAME_LINE = re.compile(r'\bFile (?:"[^"]*", line \d+|\[[^\]]*\]\([^)]*\)), in (?:[\w<>]+\.)*(?P<func>[\w<>]+)')
+_FRAME_LINE = re.compile(r'(?:\bFile (?:"[^"]*", line \d+|\[[^\]]*\]\([^)]*\))|^\s*line \d+), in (?:[\w<>]+\.)*(?P<func>[\w<>]+)')
 _FRAME_PHASES = (
     (re.compile(r'^(?:capture|capture_one_batch_size|init_cuda_graphs|init_device_graphs|init_piecewise_cuda_graphs|'
                 r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune|capture_begin|capture_end)$'), 'capturing_cuda_graph'),
-    (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache)$'),
+    (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache|'
+                r'_?init_\w*_pool)$'),
      'sizing_pools'),
     (re.compile(r'^(?:load_model|load_weights|load_weights_and_postprocess|_initialize_model)$'), 'loading_weights'),
     (re.compile(r'^(?:forward_thread_func|event_loop\w*|run_batch|forward\w*|\w+_forward)$'), 'ready'),
@@ -630,6 +716,75 @@ _ARGPARSE_USAGE = re.compile(r'^usage: ')
 # as "[rank1]:", "(WorkerDict pid=1)", "name  |" or "[date] ERROR:"
 _FILLER_LINE = re.compile(r'^(?:\[[^\]]*\]:?(?:\s*ERROR:)?|\([^)]*\)|[\w.-]+\s+\|)?[\s^~]*$')
 
+# ---- When one journal line decides the verdict on its own: the rule, in this one place --------------------------------
+# (docs/verdict-and-failures.md#when-a-line-decides-alone says it in words)
+# 1. A warning-level line never fails a server and never names its cause. Its level says warning (_LEVEL_WARNING, read
+#    from the log prefix: vLLM's "WARNING 09-04 04:55:04 file.py:180]", Python logging's "WARNING:" and "- WARNING -",
+#    torch's "[W1203 ...]", glog's "W1203", NCCL's "NCCL WARN", the warnings module's "file.py:12: FooWarning:"), or it
+#    is one of the messages SGLang prints and goes on (_GOES_ON). It comes back in notable_lines() with its class.
+#    The one exception is a pattern's fatal_with: a retraction is the cause once the server died with it.
+# 2. A line of a fatal cause decides at once, while the process runs and the API may answer, only when it is an error
+#    that ends SGLang: the exception line that closes a traceback (_EXCEPTION_LINE), or a message printed as the
+#    server goes down (an entry's or pattern's 'ends': argparse's error, "Received sigquit", "Not enough memory",
+#    the watchdog, systemd's OOM-kill line).
+# 3. Any other line of a fatal cause is evidence: it names the cause once the unit died or the API failed, and is
+#    reported with the warnings while the server serves.
+# log prefixes before the message: "(WorkerDict pid=12)", "[2025-03-07 21:49:33 TP13]", "[rank0]:"
+_PREFIX_GROUP = re.compile(r'^\s*(?:\((?P<paren>[^)]*)\)|\[(?P<bracket>[^\]]*)\]):?\s*')
+# torch's c10 logging "[W1203 12:00:00.123 socket.cpp:...]" ("[W socket.cpp:...]" before torch 2.4)
+_BRACKET_WARNING = re.compile(r'^W(?:\d{4})?(?: |$)')
+_LEVEL_WARNING = re.compile(
+    r'^(?:'
+    # vLLM "WARNING 09-04 04:55:04 ...", Python logging "WARNING:root:..." / "WARNING ...", "WARN ..."
+    r'WARN(?:ING)?\b'
+    # glog "W1203 12:00:00.123456 ..."
+    r'|W\d{4} \d\d:\d\d'
+    # Python logging and loguru with a time first: "2025-01-01 12:00:00,123 - name - WARNING - ...", "... | WARNING | ..."
+    r'|\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:[-|]\s*(?:[\w.]+\s*[-|]\s*)?)?WARN(?:ING)?\b'
+    # NVIDIA/nccl's debug lines "host:pid:tid [0] NCCL WARN ..."
+    r'|\S+ \[\d+\] NCCL WARN\b'
+    r')')
+# Python's warnings module: "/path/file.py:123: DeprecationWarning: ..."
+_PY_WARNING = re.compile(r'\.py:\d+: \w*Warning: ')
+# messages SGLang (and its libraries) print and go on
+_GOES_ON = re.compile(
+    # sgl-project/sglang python/sglang/srt/models/registry.py::import_model_classes (logger.warning, the model is skipped)
+    r'Ignore import error when loading sglang\.'
+    # sgl-project/sglang python/sglang/srt/managers/scheduler.py::update_running_batch (requests retracted, re-queued)
+    r'|KV cache pool is full\. Retract requests|Decode out of memory happened'
+    # deprecations of flags and APIs: a notice, never a failure
+    r'|\b(?:is|are) deprecated\b')
+
+
+def message_of(line):
+    """The message of a journal line without its log prefixes ("[date TP0]", "(pid=1)", "[rank0]:")."""
+    text = line
+    for _i in range(4):
+        found = _PREFIX_GROUP.match(text)
+        if not found or found.end() == 0:
+            break
+        text = text[found.end():]
+    return text
+
+
+def is_warning_level(line):
+    """Whether a line is a warning by its level or by being one of the messages SGLang prints and goes on (rule 1)."""
+    text = line
+    for _i in range(4):
+        found = _PREFIX_GROUP.match(text)
+        if not found or found.end() == 0:
+            break
+        if _BRACKET_WARNING.match(found.group('bracket') or ''):
+            return True
+        text = text[found.end():]
+    return bool(_LEVEL_WARNING.match(text) or _PY_WARNING.search(text) or _GOES_ON.search(text))
+
+
+def _ends_sglang(entry, options, line):
+    """Whether a fatal match is an error that ends SGLang (rule 2): an exception line, or a message it goes down with."""
+    return bool(options.get('ends', entry.get('ends')) or _EXCEPTION_LINE.match(message_of(line)))
+
+
 _MAX_FATAL_LINES = 60
 _TRACEBACK_LOOKBACK = 200
 _UNCLASSIFIED_TAIL = 25
@@ -644,10 +799,10 @@ def _clipped(lines):
     return [line[:MAX_LINE_CHARS] for line in lines]
 
 
-def _compile_pattern(pattern):
+def compile_pattern(pattern):
     """A pattern of the table -> (regex, options); a plain string has no options."""
     if isinstance(pattern, dict):
-        options = dict((k, v) for k, v in pattern.items() if k != 're')
+        options = dict((k, v) for k, v in pattern.items() if k not in ('re', 'source'))
         return re.compile(pattern['re']), options
     return re.compile(pattern), {}
 
@@ -656,7 +811,7 @@ def _compile_table(table):
     compiled = []
     for entry in table:
         item = dict(entry)
-        item['regexes'] = tuple(_compile_pattern(p) for p in entry['patterns'])
+        item['regexes'] = tuple(compile_pattern(p) for p in entry['patterns'])
         compiled.append(item)
     return tuple(compiled)
 
@@ -829,9 +984,13 @@ def classify(lines, server_args=None):
                 # the journal's own numbers first, then the unit's flags, then the entry's fallbacks
                 defaults = dict(entry.get('defaults', {}))
                 defaults.update(sizing)
+                warning = is_warning_level(line)
+                fatal = _match_is_fatal(entry, options, groups) and not warning
                 match = {
                     'id': entry['id'],
-                    'fatal': _match_is_fatal(entry, options, groups),
+                    'fatal': fatal,
+                    'decides': fatal and _ends_sglang(entry, options, line),
+                    'warning_level': warning,
                     'priority': options.get('priority', entry['priority']),
                     'index': index,
                     'line': line,
@@ -849,6 +1008,67 @@ def classify(lines, server_args=None):
         if any(m['fatal'] and m['id'] in cascades and m['index'] > match['index'] for m in matches):
             match['fatal'] = True
     return matches
+
+
+def thread_of(url):
+    """The thread or repository file a real log comes from: one file at two commits is one source."""
+    return re.sub(r'/blob/[^/]+/', '/blob/-/', url)
+
+
+def pattern_support(failures, healthy=()):
+    """{(signature id, pattern index): set of threads} whose real logs hold a line the pattern matches.
+
+    failures: (class, url, lines) of real failure logs; healthy: (url, lines) of real healthy ones. A pattern that
+    names a failure counts the failure logs of its own class; a warning's pattern (the entry's or its own fatal is
+    False) counts every log, healthy ones too. The catalogue asks each pattern for two threads or a cited source.
+    """
+    logs = [(cls, url, _clipped(lines)) for cls, url, lines in failures] + [(None, url, _clipped(lines)) for url, lines in healthy]
+    found = {}
+    for entry in _COMPILED:
+        for index, (regex, options) in enumerate(entry['regexes']):
+            warning = not entry['fatal'] or options.get('fatal') is False
+            found[(entry['id'], index)] = set(
+                thread_of(url) for cls, url, lines in logs
+                if (warning or cls == entry['id']) and any(regex.search(line) for line in lines))
+    return found
+
+
+def pattern_source(pattern):
+    """The source line a pattern cites ('' when it cites none)."""
+    return pattern.get('source', '') if isinstance(pattern, dict) else ''
+
+
+def deciding(lines, server_args=None):
+    """The first match that decides the verdict on its own (rule 2), or None."""
+    for match in classify(lines, server_args):
+        if match['decides']:
+            return match
+    return None
+
+
+_MAX_NOTABLE = 20
+
+
+def notable_lines(lines, server_args=None):
+    """What a live server's journal holds that decides nothing: every warning-level line (rule 1) and every line of
+    evidence (rule 3), each once ({'line', 'class'}: class is a signature id, or None), at most _MAX_NOTABLE."""
+    lines = _clipped(lines)
+    classes = {}
+    for match in classify(lines, server_args):
+        if not match['decides']:
+            classes.setdefault(match['index'], match['id'])
+    seen, notable = set(), []
+    for index, line in enumerate(lines):
+        if index not in classes and not is_warning_level(line):
+            continue
+        key = _strip_prefix(line)
+        if key in seen:
+            continue
+        seen.add(key)
+        notable.append({'line': line, 'class': classes.get(index)})
+        if len(notable) >= _MAX_NOTABLE:
+            break
+    return notable
 
 
 def warnings(lines):

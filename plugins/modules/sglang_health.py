@@ -18,10 +18,14 @@ description:
     C(auto-restart), restarted since the check began (C(NRestarts) grew) or whose main PID
     changed is a failure at once. C(active) alone is never taken as healthy.
   - The journal of the unit's current invocation (C(_SYSTEMD_INVOCATION_ID)), read
-    incrementally. A line matching a fatal SGLang signature (memory-pool sizing, CUDA out of
+    incrementally. A line of a fatal SGLang signature (memory-pool sizing, CUDA out of
     memory, CUDA graph capture, Triton, CUDA ABI mismatch, unknown flags, NCCL, model path,
-    port in use, watchdog, child death) is a failure at once, returned with the lines around
-    it, a diagnosis and advice. Flags the build reports as ignored are returned as warnings.
+    port in use, watchdog, child death) that ends SGLang (the exception line closing a
+    traceback, or a message SGLang goes down with) is a failure at once, returned with the
+    lines around it, a diagnosis and advice. A warning-level line never fails the service;
+    other lines of a fatal signature name the cause once the unit dies or the API fails.
+    Both come back in RV(journal_warnings), and flags the build reports as ignored in
+    RV(ignored_flag_warnings).
   - The HTTP API. C(GET /v1/models) must answer 200 with a model id, then one C(POST /generate)
     must return non-empty text. Only then, with the unit still active under the same main
     PID, is the service healthy.
@@ -308,6 +312,18 @@ decided_at:
   returned: always
   type: float
   sample: 1795945051.912
+journal_warnings:
+  description:
+    - Journal lines that decided nothing, returned whatever the verdict, each once and at most 20
+      (TP ranks' copies dropped). Every warning-level line (its log level, an ignored import, a KV
+      retraction, a deprecation) and every line of a fatal signature that did not end SGLang.
+    - C(class) is the signature the line matches (for example C(kv_cache_oom_serving) for a
+      retraction), or null.
+  returned: always
+  type: list
+  elements: dict
+  version_added: "0.3.0"
+  sample: [{"line": "[2025-06-18 08:43:16] KV cache pool is full. Retract requests. #retracted_reqs: 22", "class": "kv_cache_oom_serving"}]
 ignored_flag_warnings:
   description: Journal lines in which the build says it ignores a flag, returned even when healthy.
   returned: always

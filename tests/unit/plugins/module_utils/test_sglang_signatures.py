@@ -376,8 +376,9 @@ def test_unclassified_quotes_the_exception_not_a_caret_line():
 
 
 def test_unclassified_cut_traceback_quotes_its_last_real_line():
-    # a journal that ends inside a traceback (the unit was killed mid-print): no exception line at all
-    lines = ['Scheduler hit an exception: Traceback (most recent call last):',
+    # a journal that ends inside a traceback (the unit was killed mid-print): no exception line at all (the scheduler's
+    # own "Scheduler hit an exception: Traceback ..." would name child_process_died)
+    lines = ['Traceback (most recent call last):',
              '  File "/venv/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py", line 1748, in run_scheduler_process',
              '    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)',
              '                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^',
@@ -548,12 +549,14 @@ def test_cause_over_its_cascade(lines, expected, source):
     assert '{' not in diagnosis + advice
 
 
-def test_sigkill_from_outside_is_weaker_than_the_cause_sglang_printed():
-    # docker compose's "exited with code 137" follows SGLang's own SIGKILL of its tree after a failure it printed
+def test_lines_no_unit_journal_holds_name_nothing():
+    # docker compose's "exited with code 137" follows SGLang's own SIGKILL of its tree after a failure it printed; a
+    # systemd unit's journal never holds docker's, bash's or Ray's lines, so they are not matched
     lines = ['[2026-11-29 09:10:00 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)',
              'sglang-1 exited with code 137']
     assert sig.diagnose(lines)[0] == 'scheduler_watchdog'
-    assert sig.diagnose(lines[1:])[0] == 'host_oom_killed'
+    assert sig.diagnose(lines[1:])[0] is None
+    assert sig.diagnose(['run.sh: line 12:  4242 Killed                  python -m sglang.launch_server'])[0] is None
 
 
 # the lab simulator's traceback for a start-up check of SGLang 0.5.23 (lab/sglang_sim/sglang_sim/startup.py):
@@ -586,3 +589,67 @@ def test_a_value_error_outside_sglangs_argument_code_is_no_start_up_check():
     lines = STARTUP_REFUSAL[:3] + ['  File "%s/torch/cuda/__init__.py", line 372, in _lazy_init' % _SITE, '    raise ValueError(',
                                    'ValueError: something else']
     assert sig.diagnose(lines)[0] == 'unclassified'
+
+
+# The rule of when a line decides alone (sglang_signatures, "When one journal line decides"), one test a branch.
+# vLLM's optional extension failing to import, logged as a WARNING while the server goes on (sgl-project/sglang#1321)
+VLLM_CORE_C_WARNING = ("WARNING 09-04 04:55:04 _core_ext.py:180] Failed to import from vllm._core_C with ImportError("
+                       "'/opt/conda/lib/python3.10/site-packages/vllm/_core_C.abi3.so: undefined symbol: "
+                       "_ZN5torch6detail10class_baseC2ERKSsS3_SsRKSt9type_infoS6_')")
+
+
+@pytest.mark.parametrize('line', [
+    VLLM_CORE_C_WARNING,
+    # constructed in the shapes of the loggers named in the rule
+    'WARNING:root:Failed to import from vllm._C with ImportError("undefined symbol: cuGreenCtxCreate")',
+    '2025-01-01 12:00:00,123 - sglang.srt.x - WARNING - undefined symbol: cuGreenCtxCreate',
+    '[rank0]:[W1203 12:00:00.123456 ProcessGroupNCCL.cpp:4561] undefined symbol: cuGreenCtxCreate',
+    '(SGLangEngine pid=7) [W socket.cpp:663] [c10d] address already in use',
+    'W1203 12:00:00.123456 1234 op.cc:12] undefined symbol: cuGreenCtxCreate',
+    'node1:1234:1234 [0] NCCL WARN Cuda failure \'out of memory\'',
+    '/venv/lib/python3.11/site-packages/x.py:12: UserWarning: CUDA out of memory while probing, retrying',
+    '[2025-01-01 12:00:00] Ignore import error when loading sglang.srt.models.x: undefined symbol: cuGreenCtxCreate',
+])
+def test_a_warning_level_line_never_fails_nor_names_the_cause(line):
+    assert sig.is_warning_level(line)
+    assert sig.deciding([line]) is None
+    assert sig.diagnose([line])[0] is None
+    assert [n['line'] for n in sig.notable_lines([line])] == [line]
+
+
+def test_a_warning_keeps_its_class_in_the_notable_lines():
+    assert sig.notable_lines([VLLM_CORE_C_WARNING]) == [{'line': VLLM_CORE_C_WARNING, 'class': 'cuda_abi_mismatch'}]
+
+
+@pytest.mark.parametrize('line', [
+    '[2025-01-01 12:00:00 TP0] Load weight begin. avail mem=10.00 GB',
+    'RuntimeError: a WARNING in the message is no level',
+    '[2025-01-01 12:00:00] ERROR: deprecated flags do not warn here',
+])
+def test_other_lines_are_no_warnings(line):
+    assert not sig.is_warning_level(line)
+
+
+# constructed: a side component's line about a port, no exception line and no SGLang message it goes down with
+SIDE_PORT_LINE = '[2025-01-01 12:00:00] metrics exporter: [Errno 98] Address already in use, trying the next port'
+
+
+def test_evidence_names_the_cause_of_a_dead_server_but_does_not_decide():
+    assert sig.deciding([SIDE_PORT_LINE]) is None
+    assert sig.diagnose([SIDE_PORT_LINE])[0] == 'port_in_use'
+    assert sig.notable_lines([SIDE_PORT_LINE]) == [{'line': SIDE_PORT_LINE, 'class': 'port_in_use'}]
+
+
+@pytest.mark.parametrize('lines, expected', [
+    # the exception line that closes a traceback
+    (['Traceback (most recent call last):', '  File "server.py", line 1, in bind',
+      'OSError: [Errno 98] error while attempting to bind on address (\'0.0.0.0\', 30000): address already in use'],
+     'port_in_use'),
+    # messages SGLang goes down with ('ends')
+    (['[2025-01-01 12:00:00] Received sigquit from a child process. It usually means the child failed.'], 'child_process_died'),
+    (['launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 8'], 'unrecognized_arguments'),
+    (['[2025-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):'], 'child_process_died'),
+])
+def test_an_error_that_ends_sglang_decides_at_once(lines, expected):
+    assert sig.deciding(lines)['id'] == expected
+    assert sig.notable_lines(lines) == []

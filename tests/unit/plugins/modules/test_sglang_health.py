@@ -160,6 +160,38 @@ def test_healthy(host, api):
     assert result['unit_state']['MainPID'] == 4242
 
 
+# vLLM's optional extension failing to import, a WARNING while the server goes on (sgl-project/sglang#1321)
+VLLM_CORE_C_WARNING = ("WARNING 09-04 04:55:04 _core_ext.py:180] Failed to import from vllm._core_C with ImportError("
+                       "'/opt/conda/lib/python3.10/site-packages/vllm/_core_C.abi3.so: undefined symbol: "
+                       "_ZN5torch6detail10class_baseC2ERKSsS3_SsRKSt9type_infoS6_')")
+
+
+def test_a_warning_never_fails_a_live_server(host, api):
+    host([show()], [[VLLM_CORE_C_WARNING] + READY])
+    with pytest.raises(ExitJson) as e:
+        run({'unit': 'sglang-qwen.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['verdict'] == 'healthy' and result['cause'] == ''
+    assert 'warnings' not in result, 'Ansible keeps warnings for its own list of strings'
+    assert result['journal_warnings'] == [{'line': VLLM_CORE_C_WARNING, 'class': 'cuda_abi_mismatch'},
+                                          {'line': PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph', 'class': 'flag_ignored'}]
+
+
+def test_evidence_waits_for_the_unit_and_then_names_the_cause(host):
+    # constructed: an "[Errno 98]" line that is no exception line; the unit dies a poll later
+    side = PREFIX + 'metrics exporter: [Errno 98] Address already in use'
+    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')],
+         [[side], [], []])
+    with pytest.raises(FailJson) as e:
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
+    result = e.value.args[0]
+    assert result['cause'] == 'port_in_use'
+    # decided by the unit's death, not by the line: the unit's reason is part of the diagnosis
+    assert result['diagnosis'] == ('a port the server binds is already taken by another process (the main process exited '
+                                   'with status 1 (ActiveState=failed, Result=exit-code))')
+    assert result['journal_warnings'] == [{'line': side, 'class': 'port_in_use'}]
+
+
 def test_pool_failure_is_reported_at_once(host):
     pool = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
             '  File "pool_configurator.py", line 211, in configure',
