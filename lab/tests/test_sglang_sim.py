@@ -426,6 +426,7 @@ def test_replay_prints_the_lines_verbatim_and_exits_or_hangs():
     assert Out.text == "\n".join(REAL) + "\n"
     assert len(waits) == len(REAL)
     assert replay.replay({"lines": REAL, "end": "hang"}, 1.0, Out(), waits.append) is None
+    assert replay.replay({"lines": REAL, "end": "serve"}, 1.0, Out(), waits.append) == 0
 
 
 def test_replay_refuses_a_file_that_is_no_record(tmp_path):
@@ -434,11 +435,14 @@ def test_replay_refuses_a_file_that_is_no_record(tmp_path):
     with pytest.raises(ValueError, match="non-empty list 'lines'"):
         replay.load(str(bad))
     bad.write_text(json.dumps({"lines": ["x"], "end": "later"}))
-    with pytest.raises(ValueError, match="'end' must be exit or hang"):
+    with pytest.raises(ValueError, match="'end' must be one of exit, hang, serve"):
         replay.load(str(bad))
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps([{"id": "a", "lines": ["one"]}, {"id": "b", "lines": ["two"]}]))
     assert replay.load(str(corpus), "b")["lines"] == ["two"]
+    assert replay.load(str(corpus), "b", "serve")["end"] == "serve"
+    with pytest.raises(ValueError, match="'end' must be one of exit, hang, serve"):
+        replay.load(str(corpus), "b", "later")
     with pytest.raises(ValueError, match="no record with id 'c'"):
         replay.load(str(corpus), "c")
 
@@ -454,6 +458,26 @@ def test_replay_fault_end_to_end(sim_env, tmp_path):
     missing = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(tmp_path / "none.json")),
                           argv(models, free_port(), *HEALTHY))
     assert missing.returncode == 2 and "sglang_sim: SGLANG_SIM_REPLAY: " in missing.stderr
+
+
+def test_replay_of_a_healthy_log_goes_on_to_serve(sim_env, tmp_path):
+    env, models = sim_env
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"id": "h-1", "url": "https://example.invalid/h", "lines": REAL}))
+    port = free_port()
+    run_env = dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(record), SGLANG_SIM_REPLAY_END="serve",
+                   SGLANG_SIM_TIME_SCALE="0.01")
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        try:
+            wait_ready(port, proc)
+            status, _body = post(port, "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2}})
+        finally:
+            code = stop(proc)
+        log = proc.stdout.read()
+    assert status == 200 and code == 0
+    assert "SIMULATED replay of a real healthy log: h-1 (https://example.invalid/h)" in log
+    assert "\n".join(REAL) + "\n" in log
 
 
 # --- the simulator's failure wording against real logs ---------------------------------------

@@ -389,15 +389,17 @@ def main(argv=None):
     if knobs.fault == "replay":
         path = os.environ.get("SGLANG_SIM_REPLAY", "")
         try:
-            record = replay.load(path, os.environ.get("SGLANG_SIM_REPLAY_ID"))
+            record = replay.load(path, os.environ.get("SGLANG_SIM_REPLAY_ID"), os.environ.get("SGLANG_SIM_REPLAY_END"))
         except (OSError, ValueError) as exc:
             sys.stderr.write(f"sglang_sim: SGLANG_SIM_REPLAY: {exc}\n")
             return 2
-        log.info(f"SIMULATED replay of a real failure log: {record.get('id', '?')} ({record.get('url', 'no url')})")
+        kind = "healthy" if record.get("end") == "serve" else "failure"
+        log.info(f"SIMULATED replay of a real {kind} log: {record.get('id', '?')} ({record.get('url', 'no url')})")
         code = replay.replay(record, knobs.time_scale)
         if code is None:
             threading.Event().wait()
-        return code
+        if code:
+            return code
     server = run(args, knobs)
     SERVING["server"] = server
     if knobs.fault == "crash_after_serving":

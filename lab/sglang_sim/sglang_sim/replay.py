@@ -6,8 +6,10 @@ collection's corpus of real failure logs (tests/unit/plugins/module_utils/fixtur
 SGLANG_SIM_REPLAY_ID naming the record. The simulator prints the
 lines in their order, on stderr as SGLang logs, with the gaps their own timestamps show (scaled by
 SGLANG_SIM_TIME_SCALE, each gap capped), then exits 1 as the real server did, or hangs when the
-record says ``"end": "hang"``. Nothing is added to or changed in the lines: the journal holds the
-real text, so the verdict is judged on it.
+record says ``"end": "hang"``, or, for a real healthy log (fixtures/real_healthy), goes on to start and
+serve as the simulator does when the record says ``"end": "serve"`` or SGLANG_SIM_REPLAY_END=serve.
+Nothing is added to or changed in the lines: the journal holds the real text, so the verdict is judged
+on it.
 """
 
 import datetime
@@ -53,7 +55,10 @@ def schedule(lines, time_scale=1.0, max_gap_s=MAX_GAP_S):
     return out
 
 
-def load(path, record_id=None):
+ENDS = ("exit", "hang", "serve")
+
+
+def load(path, record_id=None, end=None):
     """The record in a replay file (one record, or a corpus file's list and the id of one of
     its records); a clear error when it is not one."""
     with open(path, encoding="utf-8") as handle:
@@ -65,13 +70,15 @@ def load(path, record_id=None):
         record = found[0]
     if not isinstance(record, dict) or not isinstance(record.get("lines"), list) or not record["lines"]:
         raise ValueError(f"{path}: not a corpus record (a JSON object with a non-empty list 'lines')")
-    if record.get("end", "exit") not in ("exit", "hang"):
-        raise ValueError(f"{path}: 'end' must be exit or hang, got {record['end']!r}")
+    if end:
+        record = dict(record, end=end)
+    if record.get("end", "exit") not in ENDS:
+        raise ValueError(f"{path}: 'end' must be one of {', '.join(ENDS)}, got {record['end']!r}")
     return record
 
 
 def replay(record, time_scale=1.0, stream=None, sleep=time.sleep):
-    """Print the record's lines with their timing; returns the exit code (None: hang)."""
+    """Print the record's lines with their timing; returns the exit code (None: hang, 0: go on serving)."""
     stream = stream or sys.stderr
     for gap, line in schedule(record["lines"], time_scale):
         sleep(gap)
@@ -79,4 +86,6 @@ def replay(record, time_scale=1.0, stream=None, sleep=time.sleep):
         stream.flush()
     if record.get("end", "exit") == "hang":
         return None
+    if record.get("end") == "serve":
+        return 0
     return 1
