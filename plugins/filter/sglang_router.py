@@ -10,6 +10,8 @@ inventory name>:<sglang_service_port or 30000>``.
 
 from __future__ import annotations
 
+import json
+import re
 from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
@@ -86,6 +88,38 @@ def sglang_router_worker_urls(fronts, groups, hostvars):
     return urls
 
 
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def sglang_router_pip_source_problems(find_links, index_url):
+    """[] when exactly one wheel source is given and fits; else the messages, each naming its variable and what it allows.
+
+    pip's extra_args are one string that ansible.builtin.pip splits at whitespace: a space, tab or line break (a trailing
+    one too) in a source would hand pip options of the variable's choosing (--trusted-host, --extra-index-url, ...)."""
+    problems = []
+    values = {'sglang_router_pip_find_links': find_links, 'sglang_router_pip_index_url': index_url}
+    if any(not isinstance(value, str) for value in values.values()):
+        return ['sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got %s and %s.'
+                % (_json(find_links), _json(index_url))]
+    if bool(find_links) == bool(index_url):
+        problems.append(
+            'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
+            'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
+            'sglang_router_pip_index_url=%s.' % (_json(find_links), _json(index_url)))
+    if find_links and (unsafe_chars(find_links) or not re.match(r'(/|https?://)', find_links)):
+        problems.append(
+            'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
+            'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
+            'got %s.' % _json(find_links))
+    if index_url and (unsafe_chars(index_url) or not re.match(r'https?://', index_url)):
+        problems.append(
+            'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
+            'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.'
+            % _json(index_url))
+    return problems
+
+
 def sglang_router_routers(group_names, routers, hostvars):
     """The routers (hosts) whose sglang_router_fronts names one of a serving host's groups."""
     mine = set(group_names or [])
@@ -109,4 +143,5 @@ class FilterModule(object):
             'sglang_router_worker_urls': sglang_router_worker_urls,
             'sglang_router_routers': sglang_router_routers,
             'sglang_router_local_url': sglang_router_local_url,
+            'sglang_router_pip_source_problems': sglang_router_pip_source_problems,
         }

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import (
     sglang_router_local_url,
+    sglang_router_pip_source_problems,
     sglang_router_routers,
     sglang_router_worker_urls,
 )
@@ -55,3 +58,66 @@ def test_local_url_is_loopback_unless_bound_to_one_address():
     assert sglang_router_local_url('r2', HOSTVARS) == 'http://127.0.0.1:8000'
     assert sglang_router_local_url('r3', {'r3': {'sglang_router_host': '10.0.0.1'}}) == 'http://10.0.0.1:30080'
     assert sglang_router_local_url('r4', {'r4': {'sglang_router_host': 'fd00::1'}}) == 'http://[fd00::1]:30080'
+
+
+# --- where pip takes the router's wheels from -------------------------------------------------
+@pytest.mark.parametrize('find_links, index_url', [
+    ('/var/cache/ddtree-lab/wheelhouse', ''),
+    ('https://wheels.example/router/', ''),
+    ('', 'http://10.0.0.5:8080/simple'),
+    ('', 'https://pypi.internal.example/simple/'),
+])
+def test_one_wheel_source_without_whitespace_passes(find_links, index_url):
+    assert sglang_router_pip_source_problems(find_links, index_url) == []
+
+
+@pytest.mark.parametrize('find_links', [
+    '/srv/wheels --trusted-host evil.example',
+    '/srv/wheels\n',
+    '/srv/wheels\t--pre',
+    '/srv/wheels\r',
+    '/srv/wheels\x00',
+    '/srv/whe\u00a0els',
+    ' /srv/wheels',
+])
+def test_whitespace_in_the_wheel_directory_is_refused(find_links):
+    assert sglang_router_pip_source_problems(find_links, '') == [
+        'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
+        'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
+        'got %s.' % json.dumps(find_links)]
+
+
+@pytest.mark.parametrize('index_url', [
+    'http://10.0.0.5:8080/simple --extra-index-url https://pypi.org/simple',
+    'http://10.0.0.5:8080/simple\n',
+    'https://pypi.internal.example/simple\t',
+])
+def test_whitespace_in_the_index_is_refused(index_url):
+    assert sglang_router_pip_source_problems('', index_url) == [
+        'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
+        'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.'
+        % json.dumps(index_url)]
+
+
+@pytest.mark.parametrize('find_links, index_url, variable', [
+    ('srv/wheels', '', 'sglang_router_pip_find_links'),
+    ('--trusted-host=evil.example', '', 'sglang_router_pip_find_links'),
+    ('', 'local-index/simple', 'sglang_router_pip_index_url'),
+    ('', 'file:///srv/index', 'sglang_router_pip_index_url'),
+])
+def test_a_source_of_another_kind_is_refused(find_links, index_url, variable):
+    problem, = sglang_router_pip_source_problems(find_links, index_url)
+    assert problem.startswith(variable + ' must be')
+
+
+@pytest.mark.parametrize('find_links, index_url', [('', ''), ('/srv/wheels', 'http://10.0.0.5:8080/simple')])
+def test_exactly_one_source(find_links, index_url):
+    assert sglang_router_pip_source_problems(find_links, index_url) == [
+        'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
+        'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
+        'sglang_router_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))]
+
+
+def test_sources_that_are_not_strings_are_refused():
+    assert sglang_router_pip_source_problems(['/srv/wheels'], '') == [
+        'sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got ["/srv/wheels"] and "".']
