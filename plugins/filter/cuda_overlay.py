@@ -18,8 +18,8 @@ from ansible_collections.ddtree.sglang.plugins.filter.ml_env import pin_problems
 
 ENTRY_KEYS = {'name', 'description', 'match', 'wheels', 'probe_imports', 'expect_cuda'}
 MATCH_KEYS = {'compute_caps', 'min_driver_version', 'min_cuda_version', 'simulated'}
-_VERSION = re.compile(r'^\d+(\.\d+)*$')
-_CAPABILITY = re.compile(r'^\d+\.\d+$')
+_VERSION = re.compile(r'^\d+(\.\d+)*\Z')
+_CAPABILITY = re.compile(r'^\d+\.\d+\Z')
 
 
 def version_tuple(text):

@@ -17,6 +17,8 @@ import math
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import scrub
+
 # outcomes of a host that was tried; the failed ones count against the group's budget
 TRIED = ('upgraded', 'unchanged', 'rolled_back', 'failed', 'unreachable')
 FAILED = ('rolled_back', 'failed', 'unreachable')
@@ -270,10 +272,15 @@ def _gate_cells(gate):
             '' if ratio is None else '%.3f' % float(ratio), _cell(gate.get('outcome'))]
 
 
-def upgrade_report(records, plan=None, diagnosis_chars=160):
-    """The fleet report: records in plan order, counts per outcome, and a Markdown table."""
+def upgrade_report(records, plan=None, diagnosis_chars=160, secrets=None):
+    """The fleet report: records in plan order, counts per outcome, and a Markdown table.
+
+    ``secrets`` (the hosts' keys and tokens) and the values of secret flags are masked in the records first, before
+    a cell is cut to its width or has its '|' escaped: a secret cut in half, or holding a '|', would survive a later
+    scrub of the table."""
+    records = scrub(list(records or []), [str(s) for s in (secrets or []) if s])
     rows = []
-    for record in records or []:
+    for record in records:
         if not isinstance(record, dict):
             continue
         row = dict(record)

@@ -16,12 +16,13 @@ import json
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
-SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
+SHA256_RE = re.compile(r'^[0-9a-f]{64}\Z')
 # PEP 508 distribution names and PEP 440 versions, loosely: enough to keep shell and pip
 # option syntax out of a requirements line.
-NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$')
-VERSION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*$')
+NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z')
+VERSION_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.+!_-]*\Z')
 
 
 def wheel_pin_problems(where, pin, seen):
@@ -43,7 +44,8 @@ def wheel_pin_problems(where, pin, seen):
 def digest_problems(where, label, digest, allow_unpinned, override):
     """The problems of one pin's sha256; ``override`` names the variable that accepts no digest."""
     if digest is None or digest == '':
-        if allow_unpinned:
+        # "no" or "0" from INI :vars or -e are false (Python would read them as true); the argument spec refused the rest
+        if boolean(allow_unpinned, strict=False):
             return []
         return ['%s (%s) has no sha256: every artifact must be pinned (%s: true accepts unpinned ones)'
                 % (where, label, override)]

@@ -14,6 +14,8 @@ import json
 import posixpath
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import scrub, secret_arg_names
 
 # directories a collection must never own, prune or write its releases into
@@ -24,8 +26,11 @@ SYSTEM_ROOTS = frozenset((
     '/var/cache', '/var/lib', '/var/local', '/var/log', '/var/opt', '/var/spool', '/var/tmp', '/etc/systemd',
     '/etc/systemd/system', '/run/user',
 ))
+# world-writable scratch trees: anyone on the host can create a name there first, and tmpfiles cleaners delete what
+# ages there, so no root-owned control file or release may live below them
+SCRATCH_ROOTS = ('/tmp', '/var/tmp', '/dev/shm')
 _UNSAFE_CHARS = re.compile(r'[\s\x00-\x1f\x7f]')
-_DNS_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$')
+_DNS_LABEL = re.compile(r'^(?!-)[A-Za-z0-9-]{1,63}(?<!-)\Z')
 
 
 def _json(value):
@@ -49,6 +54,11 @@ def root_dir_problem(name, path):
     if path in SYSTEM_ROOTS or path.count('/') < 2:
         return ('%s must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): the '
                 'collection creates, prunes and deletes entries below it; %s is a system or shared directory.' % (name, path))
+    scratch = [root for root in SCRATCH_ROOTS if path.startswith(root + '/')]
+    if scratch:
+        return ('%s must not be below %s, which every user of the host can write (and cleaners empty): root keeps files there '
+                'that it runs or restores. Allowed: a directory below /var/lib, /opt or /srv, such as /var/lib/ddtree-sglang; '
+                'got %s.' % (name, scratch[0], path))
     return ''
 
 
@@ -67,15 +77,43 @@ def overlap_problem(name, path, other_name, other):
 
 def unit_value_problems(values):
     """The problems of a dict {variable name: a string or a list of strings} whose entries reach a unit or an
-    EnvironmentFile verbatim: no whitespace, no control characters, no line breaks."""
+    EnvironmentFile verbatim: no whitespace, no control characters, no line breaks, and no trailing backslash (systemd
+    joins the next line of the unit to a line that ends in one, so the directive after it would be lost)."""
     problems = []
     for name, value in values.items():
         items = value if isinstance(value, (list, tuple)) else [value]
-        bad = [item for item in items if not isinstance(item, str) or unsafe_chars(item)]
+        bad = [item for item in items if not isinstance(item, str) or unsafe_chars(item) or item.endswith('\\')]
         if bad:
-            problems.append('%s must hold values without spaces, tabs, line breaks or other control characters (each reaches '
-                            'the unit file as one word); got %s.' % (name, ', '.join(_json(b) for b in bad)))
+            problems.append('%s must hold values without spaces, tabs, line breaks or other control characters and not ending '
+                            'in a backslash (each reaches the unit file as one word); got %s.' % (name, ', '.join(_json(b) for b in bad)))
     return problems
+
+
+# what an EnvironmentFile value can hold between single quotes: printable characters but a quote and a backslash
+_SECRET_VALUE = re.compile(r"[^'\\\x00-\x1f\x7f]*")
+
+
+def secret_values_valid(values):
+    """Whether every secret of ``values`` fits an EnvironmentFile verbatim between single quotes: printable, without a
+    single quote or a backslash (the one check of it; it returns only a boolean, so no secret leaves it)."""
+    return all(isinstance(v, str) and _SECRET_VALUE.fullmatch(v) is not None for v in values)
+
+
+def parse_booleans(values, names):
+    """(``values`` with each of ``names`` it holds parsed as a boolean, problems): the one boolean parser of the collection's
+    Python checks. INI ``:vars`` and ``-e name=value`` give strings, and Python reads "false" and "no" as true: a value is
+    taken as Ansible's argument specs take it (true/false, yes/no, on/off, 1/0, any case), and anything else is refused."""
+    parsed, problems = dict(values), []
+    for name in names:
+        if name not in values:
+            continue
+        try:
+            parsed[name] = boolean(values[name], strict=True)
+        except TypeError:
+            problems.append('%s must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); '
+                            'got %s.' % (name, _json(values[name])))
+            parsed[name] = False
+    return parsed, problems
 
 
 def is_loopback(host):
@@ -115,4 +153,5 @@ class FilterModule(object):
             'loopback': is_loopback,
             'secret_args': secret_arg_names,
             'scrub_secrets': scrub_secrets,
+            'secret_values_valid': secret_values_valid,
         }

@@ -15,15 +15,17 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, root_dir_problem, unit_value_problems
-from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, parse_booleans, root_dir_problem, unit_value_problems
+from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
               'speculative_num_steps', 'speculative_num_draft_tokens', 'speculative_eagle_topk', 'speculative_ddtree_budget')
-USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
-SECRET_ENVIRONMENT = ('SGLANG_API_KEY', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN')
+USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]{0,31}\Z')
+# the role's booleans this filter reads, parsed once before any check reads them
+BOOLEANS = ('sglang_service_expose_api', 'sglang_service_api_key_waived', 'sglang_service_gate')
 
 
 def _json(value):
@@ -84,8 +86,19 @@ def _fmt_num(value):
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def _whole(value):
+    """A whole number, or a string of digits only (-e name=60 gives a string): int() would also take " 60" and "60\\n",
+    and a line break in a number reaches the restore script and the unit."""
+    return _is_int(value) or (_is_str(value) and re.fullmatch(r'[0-9]+', value) is not None)
+
+
+def _decimal(value):
+    """A number, or a string of one without sign, spaces or line breaks."""
+    return _is_number(value) or (_is_str(value) and re.fullmatch(r'[0-9]+(?:\.[0-9]+)?', value) is not None)
+
+
 def _port_ok(value):
-    return not isinstance(value, bool) and re.match(r'^[0-9]+$', str(value)) is not None and 1 <= _int(value) <= 65535
+    return _whole(value) and 1 <= _int(value) <= 65535
 
 
 def variable_problems(v, hostname, group_names, groups):
@@ -103,7 +116,7 @@ def variable_problems(v, hostname, group_names, groups):
                 % (hostname, len(gpu_groups), ', '.join(gpu_groups) if gpu_groups else 'none'))
 
     name = v['sglang_service_name']
-    if not (_match(r'^[A-Za-z0-9][A-Za-z0-9:_.-]{0,200}$', name) and not re.match(r'.*[.]service$', name)):
+    if not (_match(r'^[A-Za-z0-9][A-Za-z0-9:_.-]{0,200}\Z', name) and not re.match(r'.*[.]service$', name)):
         problems.append('sglang_service_name must be a unit name without ".service": letters, digits, \':\', \'_\', \'.\', \'-\' '
                         '(for example sglang-qwen); got %s.' % _json(name))
 
@@ -139,7 +152,7 @@ def variable_problems(v, hostname, group_names, groups):
                 and _is_str(gpu_class['name']) and len(gpu_class['name']) > 0
                 and _is_int(gpu_class['count']) and gpu_class['count'] > 0
                 and _is_int(gpu_class['memory_total_mib']) and gpu_class['memory_total_mib'] > 0
-                and _match(r'^[0-9]+[.][0-9]+$', gpu_class['compute_cap'])))):
+                and _match(r'^[0-9]+[.][0-9]+\Z', gpu_class['compute_cap'])))):
         problems.append(
             'sglang_service_gpu_class must be {} or exactly {name: <nvidia-smi\'s GPU name>, count: <GPUs, 1 or more>, '
             'memory_total_mib: <MiB per GPU, 1 or more>, compute_cap: <quoted, such as "8.6">} (the host\'s GPU-class group file '
@@ -148,12 +161,12 @@ def variable_problems(v, hostname, group_names, groups):
     if not _port_ok(v['sglang_service_port']):
         problems.append('sglang_service_port must be a TCP port in 1-65535; got %s.' % _json(v['sglang_service_port']))
 
-    if not _match(r'^[A-Za-z0-9:._-]+$', v['sglang_service_host']):
+    if not _match(r'^[A-Za-z0-9:._-]+\Z', v['sglang_service_host']):
         problems.append('sglang_service_host must be an IP address or a host name (default 127.0.0.1; anything but loopback also '
                         'needs sglang_service_expose_api: true); got %s.' % _json(v['sglang_service_host']))
 
     python, launcher = v['sglang_service_python'], v['sglang_service_launcher_module']
-    if not (_match('^/', python) and _match(r'^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*$', launcher)):
+    if not (_match('^/', python) and _match(r'^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)*\Z', launcher)):
         problems.append(
             'sglang_service_python must be an absolute path (default: the ml_env release\'s bin/python) and '
             'sglang_service_launcher_module a dotted Python module name run with python -m (default sglang.launch_server); '
@@ -161,7 +174,7 @@ def variable_problems(v, hostname, group_names, groups):
 
     environment = v['sglang_service_environment']
     if not (isinstance(environment, dict)
-            and all(_match(r'^[A-Za-z_][A-Za-z0-9_]*$', k) for k in environment)
+            and all(_match(r'^[A-Za-z_][A-Za-z0-9_]*\Z', k) for k in environment)
             and all(_is_str(x) or isinstance(x, numbers.Number) for x in environment.values())
             and not any(re.search('[\x00-\x1f]', str(x)) for x in environment.values())):
         problems.append(
@@ -193,13 +206,13 @@ def variable_problems(v, hostname, group_names, groups):
             problems += writable_overlap_problems(v)
 
     limits = []
-    if _int(v['sglang_service_verdict_timeout']) < 1:
+    if not _whole(v['sglang_service_verdict_timeout']) or _int(v['sglang_service_verdict_timeout']) < 1:
         limits.append('sglang_service_verdict_timeout must be 1 or more seconds, got %s' % _json(v['sglang_service_verdict_timeout']))
-    if _int(v['sglang_service_verdict_max_tokens']) < 1:
+    if not _whole(v['sglang_service_verdict_max_tokens']) or _int(v['sglang_service_verdict_max_tokens']) < 1:
         limits.append('sglang_service_verdict_max_tokens must be 1 or more tokens, got %s' % _json(v['sglang_service_verdict_max_tokens']))
-    if _float(v['sglang_service_verdict_settle_s']) < 0:
+    if not _decimal(v['sglang_service_verdict_settle_s']) or _float(v['sglang_service_verdict_settle_s']) < 0:
         limits.append('sglang_service_verdict_settle_s must be 0 or more seconds, got %s' % _json(v['sglang_service_verdict_settle_s']))
-    if _float(v['sglang_service_verdict_progress_s']) < 0:
+    if not _decimal(v['sglang_service_verdict_progress_s']) or _float(v['sglang_service_verdict_progress_s']) < 0:
         limits.append('sglang_service_verdict_progress_s must be 0 or more seconds (0: no progress lines), got %s'
                       % _json(v['sglang_service_verdict_progress_s']))
     prompt = v['sglang_service_verdict_prompt']
@@ -212,22 +225,22 @@ def variable_problems(v, hostname, group_names, groups):
 
     stop_value = v.get('sglang_service_stop_timeout_s', 60)
     stop = _int(stop_value)
-    if isinstance(stop_value, bool) or not re.match(r'^[0-9]+$', str(stop_value)) or not 1 <= stop <= 3600:
+    if not _whole(stop_value) or not 1 <= stop <= 3600:
         problems.append('sglang_service_stop_timeout_s must be an integer of seconds in 1-3600 (default 60); got %s.'
                         % _json(stop_value))
         stop = 60
     # the timer is armed before the restart, which first waits up to TimeoutStopSec for the old server
     needed = _int(v['sglang_service_verdict_timeout']) + _float(v['sglang_service_verdict_settle_s']) + stop + 60
-    if not _int(v['sglang_service_safety_timer_s']) > needed:
+    if not (_whole(v['sglang_service_safety_timer_s']) and _int(v['sglang_service_safety_timer_s']) > needed):
         problems.append(
             'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
-            'sglang_service_stop_timeout_s + 60 s (%s s; default sglang_service_verdict_timeout + 300), or the host would '
-            'restore the old unit while the verdict still runs; got %s.' % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
+            'sglang_service_stop_timeout_s + 60 s (%s s; default sglang_service_verdict_timeout + 300), a whole number of '
+            'seconds, or the host would restore the old unit while the verdict still runs; got %s.'
+            % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
 
     # the lock must outlast the longest step it covers without a renewal: a verdict and its safety timer
     lease_value = v.get('sglang_service_host_lock_lease_s', 3600)
-    if (isinstance(lease_value, bool) or not re.match(r'^[0-9]+$', str(lease_value))
-            or not _int(lease_value) > _int(v['sglang_service_safety_timer_s'])):
+    if not _whole(lease_value) or not _int(lease_value) > _int(v['sglang_service_safety_timer_s']):
         problems.append('sglang_service_host_lock_lease_s must be an integer of seconds above sglang_service_safety_timer_s '
                         '(%s; default 3600), or the host lock could expire while the verdict runs; got %s.'
                         % (_json(v['sglang_service_safety_timer_s']), _json(lease_value)))
@@ -282,7 +295,7 @@ def multinode_problems(v, hostname, groups):
                 hostname, _json(group), ' (no such group)' if _is_str(group) and group and group not in groups else ''))
     if not _port_ok(v['sglang_service_dist_init_port']):
         problems.append('sglang_service_dist_init_port must be a TCP port in 1-65535; got %s.' % _json(v['sglang_service_dist_init_port']))
-    if not _match(r'^[A-Za-z0-9:._\[\]-]+$', v['sglang_service_node_address']):
+    if not _match(r'^[A-Za-z0-9:._\[\]-]+\Z', v['sglang_service_node_address']):
         problems.append('sglang_service_node_address must be a host name or IP address the other nodes reach this host at (default its '
                         'ansible_host); got %s.' % _json(v['sglang_service_node_address']))
     envelope = v['sglang_service_envelope']
@@ -325,7 +338,7 @@ def hardening_problems(v):
     host, port = v['sglang_service_host'], v['sglang_service_port']
     loopback = _is_str(host) and is_loopback(host)
     # a malformed address is refused as such, and an unwanted exposure before its key
-    if not _match(r'^[A-Za-z0-9:._-]+$', host):
+    if not _match(r'^[A-Za-z0-9:._-]+\Z', host):
         pass
     elif not (loopback or v['sglang_service_expose_api']):
         problems.append(
@@ -339,13 +352,19 @@ def hardening_problems(v):
             'false) when something in front of the port authenticates.' % (host, port))
     envelope, environment = v['sglang_service_envelope'], v['sglang_service_environment']
     secret_keys = secret_arg_names(envelope)
-    if secret_keys or (isinstance(environment, dict) and any(k in environment for k in SECRET_ENVIRONMENT)):
+    secret_names = sorted(str(k) for k in environment if is_secret_env_name(k)) if isinstance(environment, dict) else []
+    if secret_keys or secret_names:
+        where = []
+        if secret_keys:
+            where.append('sglang_service_envelope.%s puts it on the command line (ps, /proc/*/cmdline, systemctl show)'
+                         % ', sglang_service_envelope.'.join(secret_keys))
+        if secret_names:
+            where.append('sglang_service_environment\'s %s (a name of a secret: *_KEY, *_TOKEN, *_SECRET, *PASSWORD*) would put '
+                         'it into the unit file (mode 0644) and systemctl show' % ', '.join(secret_names))
         problems.append(
-            'a secret would be readable by every user of the host: sglang_service_envelope.%s puts it on the command line '
-            '(ps, /proc/*/cmdline, systemctl show), and sglang_service_environment\'s SGLANG_API_KEY, HF_TOKEN or '
-            'HUGGING_FACE_HUB_TOKEN put it into the unit file (mode 0644) and systemctl show. Set sglang_service_api_key and '
-            'sglang_service_hf_token (Ansible Vault-encrypted) instead; they reach SGLang through a root-only EnvironmentFile.'
-            % ', sglang_service_envelope.'.join(secret_keys or ['api_key']))
+            'a secret would be readable by every user of the host: %s. Set sglang_service_api_key and sglang_service_hf_token '
+            '(Ansible Vault-encrypted) instead, which reach SGLang through a root-only EnvironmentFile; other secrets go into a '
+            'root-only file named in sglang_service_environment_files.' % '; '.join(where))
     if not v['sglang_service_secrets_valid']:
         problems.append(
             'sglang_service_api_key or sglang_service_hf_token contains a single quote, a backslash, a line break or another '
@@ -377,23 +396,6 @@ def python_exists(python, host, ml_env_root):
     found = re.match(re.escape(ml_env_root.rstrip('/')) + '/releases/([0-9a-f]{8,64})/bin/python[0-9.]*$', python)
     releases = (host.get('ml_env') or {}).get('releases', {})
     return bool(found) and releases.get(found.group(1), {}).get('complete', False)
-
-
-SERVICE_USER_COMMENT = 'ddtree.sglang service user'
-NO_LOGIN_SHELLS = ('/usr/sbin/nologin', '/sbin/nologin', '/bin/false', '/usr/bin/false', '/bin/nologin', '/usr/bin/nologin', '')
-
-
-def account_problems(user, facts):
-    """An existing account the role did not create must not be a person's: the role would set a nologin shell
-    and replace its groups (a sudoer would lose sudo). Its own accounts carry SERVICE_USER_COMMENT."""
-    if user == 'root' or not facts.get('exists') or facts.get('comment') == SERVICE_USER_COMMENT:
-        return []
-    uid, shell = facts.get('uid'), facts.get('shell') or ''
-    if (_is_int(uid) and uid >= 1000) or shell not in NO_LOGIN_SHELLS:
-        return ['sglang_service_user %s is an existing login account (uid %s, shell %s) that this role did not create: the role '
-                'would set a nologin shell and replace its groups. Allowed: a user name that does not exist yet (the role '
-                'creates a system account), a system account without a login shell, or root.' % (user, uid, shell or 'none')]
-    return []
 
 
 def host_problems(v, hostname, host, check_python):
@@ -431,7 +433,8 @@ def host_problems(v, hostname, host, check_python):
         if missing:
             problems.append(''.join('sglang_service_envelope.%s names %s, which is not a directory on %s. ' % (k, d, hostname)
                                     for k, d in missing) + 'Allowed: an existing directory holding the model\'s config.json.')
-    problems += account_problems(v['sglang_service_user'], host.get('user') or {})
+    problems += service_account_problems('sglang_service_user', v['sglang_service_user'], host.get('user') or {},
+                                         (v.get('__sglang_service_user_dirs') or [None])[0])
     python = v['sglang_service_python']
     if check_python and not python_exists(python, host, v.get('ml_env_root', '/opt/ddtree/ml-env')):
         problems.append(
@@ -482,6 +485,11 @@ def startup_problems(v, host):
     if algorithm == 'DFLASH' and not envelope.get('speculative_draft_model_path'):
         problems.append('sglang_service_envelope has speculative_algorithm DFLASH without speculative_draft_model_path; SGLang refuses '
                         'it at start-up (speculative_hook._handle_dflash). Allowed: the absolute path of the drafter\'s directory.')
+    # the DDTree patch set's worker for DDTREE is the DFlash worker: it drafts with the same drafter, and 0.5.23's hook only
+    # checks DFLASH, so a DDTREE unit without one would start and fail later; refused here, before the host changes
+    if algorithm == 'DDTREE' and not envelope.get('speculative_draft_model_path'):
+        problems.append('sglang_service_envelope has speculative_algorithm DDTREE without speculative_draft_model_path; DDTree drafts '
+                        'with the DFlash drafter, which needs its model. Allowed: the absolute path of the drafter\'s directory.')
     # sglang/srt/arg_groups/attention_hook.py::handle_attention_backend_compatibility
     if envelope.get('attention_backend') == 'flex_attention' and algorithm:
         problems.append('sglang_service_envelope.attention_backend flex_attention does not take speculative decoding (%s); SGLang '
@@ -514,7 +522,8 @@ def sglang_service_problems(values, host, hostname, group_names, groups, check_p
     sglang_host_facts' ``host``. The host's checks run only when the variables are right: a wrong
     envelope or port says nothing about the host. Without ``host`` (None), only the variables.
     """
-    problems = variable_problems(values, hostname, group_names, groups)
+    values, problems = parse_booleans(values, BOOLEANS)
+    problems += variable_problems(values, hostname, group_names, groups)
     if problems:
         return problems
     # the sandbox plan after the host's fit (as the checks ran before they were one filter): a model

@@ -27,8 +27,12 @@ SECRET_FLAGS = ('--api-key', '--admin-api-key', '--ssl-keyfile-password', '--wat
 # words, not substrings: --max-total-tokens and --tokenizer-path carry no secret; api-key(s) as a
 # pair also catches the router's --control-plane-api-keys
 _SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token|api-keys?)(?:$|-)')
-# `--flag value` or `--flag=value` inside free text (a journal line, a failure message)
-_FLAG_IN_TEXT = re.compile(r'(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(\'[^\']*\'|"[^"]*"|[^\s\'"]+)')
+# `--flag value` or `--flag=value` inside free text (a journal line, a failure message), with the words after the
+# value that do not start with '-' (the further values of a flag that takes several)
+_WORD = r'(?:\'[^\']*\'|"[^"]*"|[^\s\'"]+)'
+_FLAG_IN_TEXT = re.compile(r'(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(' + _WORD + r')((?:\s+(?!-)' + _WORD + r')*)')
+# flags that take several values, each a secret (the router's --api-keys, --control-plane-api-keys)
+_MULTI_VALUE = re.compile(r'-keys$')
 # argparse accepts a unique prefix of a flag, so `--api-k` still carries the API key
 _MIN_ABBREV = 5
 # complete SGLang flags that happen to be prefixes of a secret one (a path, not a secret)
@@ -51,6 +55,16 @@ def is_secret_flag(flag):
     return len(name) >= _MIN_ABBREV and any(secret.startswith(name) for secret in SECRET_FLAGS)
 
 
+# environment names that carry a secret: *_KEY, *_TOKEN, *_SECRET and anything with PASSWORD (SGLANG_API_KEY, HF_TOKEN,
+# HUGGING_FACE_HUB_TOKEN, AWS_SECRET_ACCESS_KEY, WANDB_API_KEY, ...)
+_SECRET_ENV = re.compile(r'(?:^|_)(?:KEY|TOKEN|SECRET)(?:$|_)|PASSW(?:OR)?D', re.IGNORECASE)
+
+
+def is_secret_env_name(name):
+    """Whether an environment variable's name says it carries a secret (the one rule, with is_secret_flag's)."""
+    return bool(_SECRET_ENV.search(str(name)))
+
+
 def secret_arg_names(args):
     """The names of a dict of flags (``api_key`` for ``--api-key``) whose flag carries a secret, sorted."""
     if not isinstance(args, dict):
@@ -58,12 +72,23 @@ def secret_arg_names(args):
     return sorted(str(name) for name in args if is_secret_flag('--' + str(name).replace('_', '-')))
 
 
+def is_multi_value(flag):
+    """Whether a secret flag takes several values (every one of them a secret)."""
+    return bool(_MULTI_VALUE.search(flag.split('=', 1)[0]))
+
+
 def scrub_text(text):
-    """Mask the value of every secret flag written out in free text."""
+    """Mask the value of every secret flag written out in free text (every value of one that takes several)."""
     def mask(match):
-        if not is_secret_flag(match.group(1)):
-            return match.group(0)
-        return match.group(1) + match.group(2) + MASK
+        flag, sep, first, more = match.groups()
+        if not is_secret_flag(flag):
+            # the words after a flag's value may hold the next flag: look at them again
+            return flag + sep + first + scrub_text(more) if more else match.group(0)
+        if is_multi_value(flag):
+            more = re.sub(_WORD, MASK, more)
+        else:
+            more = scrub_text(more) if more else ''
+        return flag + sep + MASK + more
     return _FLAG_IN_TEXT.sub(mask, text)
 
 
@@ -75,28 +100,41 @@ def secret_values(argv):
         if not is_secret_flag(token):
             continue
         if '=' in token:
-            value = token.split('=', 1)[1]
-        elif i + 1 < len(tokens):
-            value = tokens[i + 1]
+            values = [token.split('=', 1)[1]]
         else:
-            continue
-        if value and value not in secrets:
-            secrets.append(value)
+            values = tokens[i + 1:i + 2]
+        if is_multi_value(token):
+            for later in tokens[i + 1:]:
+                if later.startswith('-'):
+                    break
+                if later not in values:
+                    values.append(later)
+        for value in values:
+            if value and value not in secrets:
+                secrets.append(value)
     return secrets
 
 
 def mask_argv(argv):
     masked = []
     mask_next = False
+    multi = False
     for token in argv:
+        if multi and not token.startswith('-'):
+            masked.append(MASK)
+            mask_next = False
+            continue
+        multi = False
         if mask_next:
             masked.append(MASK)
             mask_next = False
         elif is_secret_flag(token) and '=' in token:
             masked.append(token.split('=', 1)[0] + '=' + MASK)
+            multi = is_multi_value(token)
         elif is_secret_flag(token):
             masked.append(token)
             mask_next = True
+            multi = is_multi_value(token)
         else:
             masked.append(token)
     return masked

@@ -183,3 +183,18 @@ def test_report_shows_the_throughput_gate_numbers():
     assert lines[2].endswith('|  |  | 193.4 | 0.962 | refused | gate_refused: |')
     assert lines[3].endswith('|  |  | 99.5 |  | baseline |  |')
     assert lines[4].endswith('|  |  |  |  | - |  |')
+
+
+@pytest.mark.parametrize('secret', [
+    'sk-' + 'x' * 200,      # cut by the cell's width: its first part would survive a scrub of the table
+    'sk-left|right-0123',   # escaped to 'sk-left\\|right' in the table: a scrub of the table would not find it
+])
+def test_secrets_are_masked_before_a_cell_is_cut_or_escaped(secret):
+    record = _record('a1', 'rolled_back', 'api_key_not_enforced')
+    record['diagnosis']['diagnosis'] = 'the server answered without the key ' + secret + ' it was given'
+    record['diagnosis']['advice'] = 'SGLang ran with --api-key %s --port 30000' % secret
+    report = upgrade_report([record], secrets=[secret])
+    text = report['markdown'] + repr(report['hosts'])
+    assert secret[:8] not in text and 'right-0123' not in text
+    assert report['hosts'][0]['diagnosis']['diagnosis'] == 'the server answered without the key ******** it was given'
+    assert report['hosts'][0]['diagnosis']['advice'] == 'SGLang ran with --api-key ******** --port 30000'

@@ -66,3 +66,16 @@ def test_release_id_stable_and_sensitive():
     changed = dict(inputs, sglang={'patches': [{'path': 'p', 'sha256': 'c' * 64}]})
     assert ml_env_release_id(changed) != ml_env_release_id(inputs)
     assert ml_env_release_id(dict(inputs, python='3.12.3 x86_64')) != ml_env_release_id(inputs)
+
+
+@pytest.mark.parametrize('word', ['no', 'false', '0', 'off'])
+def test_unpinned_refused_when_the_override_is_a_string_false(word):
+    # INI :vars and -e give strings; Python would read "no" as true and let an unpinned wheel through
+    with pytest.raises(AnsibleFilterError, match='has no sha256'):
+        ml_env_requirements([{'name': 'x', 'version': '1'}], allow_unpinned=word)
+
+
+@pytest.mark.parametrize('digest', ['a' * 64 + '\n', ' ' + 'a' * 64])
+def test_a_digest_with_a_line_break_or_a_space_is_refused(digest):
+    with pytest.raises(AnsibleFilterError, match='sha256 must be 64 lowercase hex digits'):
+        ml_env_requirements([{'name': 'x', 'version': '1', 'sha256': digest}])

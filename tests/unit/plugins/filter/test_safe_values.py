@@ -4,12 +4,14 @@ loopback by address, worker URLs of host and port only."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
-    is_loopback, overlap_problem, root_dir_problems, scrub_secrets, unit_value_problems)
+    is_loopback, overlap_problem, parse_booleans, root_dir_problems, scrub_secrets, secret_values_valid, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import sglang_router_worker_urls, url_problem
 
 
@@ -50,7 +52,7 @@ def test_a_line_break_or_space_in_a_unit_value_is_refused():
     assert unit_value_problems({'sglang_service_read_write_paths': ['/srv/cache', '/srv/a\nExecStartPre=+/bin/sh -c id'],
                                 'sglang_service_environment_files': ['-/etc/ddtree-lab/sim.env']}) == [
         'sglang_service_read_write_paths must hold values without spaces, tabs, line breaks or other control characters '
-        '(each reaches the unit file as one word); got "/srv/a\\nExecStartPre=+/bin/sh -c id".']
+        'and not ending in a backslash (each reaches the unit file as one word); got "/srv/a\\nExecStartPre=+/bin/sh -c id".']
     assert unit_value_problems({'sglang_service_environment_files': ['/etc/a b.env']})[0].startswith(
         'sglang_service_environment_files must hold values without spaces')
 
@@ -104,3 +106,50 @@ def test_scrub_secrets_masks_given_values_and_secret_flags_at_any_depth():
     assert scrub_secrets(report, ['s3cr3t', '', None]) == {
         'hosts': [{'diagnosis': {'diagnosis': 'Bearer ******** refused; argv --hf-token ******** --port 30000'}}],
         'markdown': '| ct129 | ******** |', 'summary': {'upgraded': 1}}
+
+
+def test_a_trailing_backslash_in_a_unit_value_is_refused():
+    # systemd joins the next line to one ending in a backslash: the EnvironmentFile= of the secrets would be lost
+    assert unit_value_problems({'sglang_service_environment_files': ['/etc/ddtree/a.env\\']}) == [
+        'sglang_service_environment_files must hold values without spaces, tabs, line breaks or other control characters '
+        'and not ending in a backslash (each reaches the unit file as one word); got "/etc/ddtree/a.env\\\\".']
+    assert unit_value_problems({'sglang_service_environment_files': ['/etc/ddtree/a\\b.env']}) == []
+
+
+@pytest.mark.parametrize('secret, valid', [
+    ('sk-lab-0123', True), ('p@ss word!', True), ('', True),
+    ("it's", False), ('back\\slash', False), ('two\nlines', False), ('tab\there', False), ('del\x7f', False), (None, False),
+])
+def test_secret_values_fit_an_environment_file_between_quotes(secret, valid):
+    assert secret_values_valid(['fine', secret]) is valid
+
+
+@pytest.mark.parametrize('value, parsed', [
+    (True, True), (False, False), ('true', True), ('false', False), ('no', False), ('NO', False), ('yes', True),
+    ('0', False), ('1', True), (0, False), (1, True), ('off', False), ('on', True),
+])
+def test_booleans_are_parsed_as_argument_specs_read_them(value, parsed):
+    assert parse_booleans({'x_flag': value, 'other': 'false'}, ('x_flag', 'absent')) == ({'x_flag': parsed, 'other': 'false'}, [])
+
+
+@pytest.mark.parametrize('value', ['perhaps', 2, [], None])
+def test_a_value_no_boolean_parser_takes_is_refused(value):
+    parsed, problems = parse_booleans({'x_flag': value}, ('x_flag',))
+    assert parsed == {'x_flag': False}
+    assert problems == ['x_flag must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); got %s.'
+                        % json.dumps(value)]
+
+
+@pytest.mark.parametrize('path, scratch', [
+    ('/tmp/ddtree', '/tmp'), ('/var/tmp/ddtree-sglang', '/var/tmp'), ('/dev/shm/x', '/dev/shm'), ('/tmp/a/b', '/tmp'),
+])
+def test_a_root_below_a_world_writable_scratch_tree_is_refused(path, scratch):
+    assert root_dir_problems({'sglang_service_state_dir': path}) == [
+        'sglang_service_state_dir must not be below %s, which every user of the host can write (and cleaners empty): root '
+        'keeps files there that it runs or restores. Allowed: a directory below /var/lib, /opt or /srv, such as '
+        '/var/lib/ddtree-sglang; got %s.' % (scratch, path)]
+
+
+@pytest.mark.parametrize('path', ['/var/lib/ddtree-sglang', '/opt/ddtree/ml-env', '/srv/tmp/x', '/var/tmpfiles/x'])
+def test_roots_outside_the_scratch_trees_pass(path):
+    assert root_dir_problems({'ml_env_root': path}) == []

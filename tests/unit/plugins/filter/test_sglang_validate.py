@@ -319,16 +319,84 @@ def with_user(**facts):
     {'uid': 998, 'shell': '/bin/sh', 'comment': ''},
 ])
 def test_an_existing_login_account_is_not_taken_over(facts):
-    message = one(problems(host=with_user(**facts), sglang_service_user='alice'))
-    assert message == (
-        'sglang_service_user alice is an existing login account (uid %s, shell %s) that this role did not create: the role '
-        'would set a nologin shell and replace its groups. Allowed: a user name that does not exist yet (the role creates a '
-        'system account), a system account without a login shell, or root.' % (facts['uid'], facts['shell']))
+    # the rule both roles share (module_utils/service_account.py, its own tests): one message naming the variable
+    message = one(problems(host=with_user(home='/home/alice', **facts), sglang_service_user='alice'))
+    assert message.startswith('sglang_service_user alice is an existing account that is not the system user the role would '
+                              'make: ')
+    # the home the role gives its account: StateDirectory=, as the role's vars derive it (VALUES: /var/lib/sglang)
+    assert 'home /home/alice (not /var/lib/sglang)' in message
+
+
+def test_the_roles_mark_no_longer_excuses_a_login_shell():
+    message = one(problems(host=with_user(uid=1005, shell='/bin/bash', comment='ddtree.sglang service user', home='/var/lib/sglang')))
+    assert 'uid 1005 (not a system uid, 1-999)' in message and 'shell /bin/bash (a login shell)' in message
 
 
 @pytest.mark.parametrize('facts', [
-    {'uid': 998, 'shell': '/usr/sbin/nologin', 'comment': ''},
-    {'uid': 1005, 'shell': '/bin/bash', 'comment': 'ddtree.sglang service user'},
+    {'uid': 998, 'shell': '/usr/sbin/nologin', 'comment': '', 'home': '/var/lib/sglang'},
+    {'uid': 120, 'shell': '/bin/false', 'comment': 'ddtree.sglang service user', 'home': '/var/lib/sglang/'},
 ])
-def test_system_accounts_and_the_roles_own_pass(facts):
+def test_system_accounts_of_the_roles_shape_pass(facts):
     assert problems(host=with_user(**facts)) == []
+
+
+# INI :vars and -e name=value give strings; Python's truth of "false" and "no" is True
+@pytest.mark.parametrize('word', ['false', 'no', '0', 'False', 'off'])
+def test_a_string_false_keeps_the_api_on_loopback_only(word):
+    assert one(problems(sglang_service_host='0.0.0.0', sglang_service_expose_api=word)).startswith(
+        'sglang_service_host is 0.0.0.0, which is not a loopback address')
+    assert one(problems(sglang_service_host='0.0.0.0', sglang_service_expose_api=True, sglang_service_api_key_waived=word)
+               ).startswith('the API would listen on 0.0.0.0:30000 without a key.')
+
+
+@pytest.mark.parametrize('word', ['true', 'yes', '1'])
+def test_a_string_true_is_true(word):
+    assert problems(sglang_service_host='0.0.0.0', sglang_service_expose_api=word, sglang_service_api_key_waived=word) == []
+
+
+def test_a_boolean_no_parser_takes_is_refused_naming_it():
+    assert one(problems(sglang_service_expose_api='perhaps')) == (
+        'sglang_service_expose_api must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); '
+        'got "perhaps".')
+
+
+@pytest.mark.parametrize('name, value, words', [
+    # int() strips a line break, and the number reaches the restore script and the unit
+    ('sglang_service_safety_timer_s', '1500\n', 'sglang_service_safety_timer_s must exceed'),
+    ('sglang_service_safety_timer_s', ' 1500', 'sglang_service_safety_timer_s must exceed'),
+    ('sglang_service_verdict_timeout', '900\n', 'sglang_service_verdict_timeout must be 1 or more seconds'),
+    ('sglang_service_verdict_settle_s', '5\n', 'sglang_service_verdict_settle_s must be 0 or more seconds'),
+    ('sglang_service_stop_timeout_s', '60\n', 'sglang_service_stop_timeout_s must be an integer of seconds in 1-3600'),
+    ('sglang_service_port', '30000\n', 'sglang_service_port must be a TCP port in 1-65535'),
+])
+def test_a_number_with_a_line_break_or_a_space_is_refused(name, value, words):
+    assert words in one(problems(**{name: value}))
+
+
+@pytest.mark.parametrize('name, value', [
+    ('sglang_service_safety_timer_s', '1500'), ('sglang_service_verdict_timeout', '900'), ('sglang_service_verdict_settle_s', '2.5'),
+    ('sglang_service_port', '30000'),
+])
+def test_a_number_given_as_digits_passes(name, value):
+    assert problems(**{name: value}) == []
+
+
+def test_ddtree_needs_its_drafter_as_dflash_does():
+    without = dict(ENVELOPE, speculative_algorithm='DDTREE')
+    del without['speculative_draft_model_path']
+    assert one(problems(sglang_service_envelope=without)) == (
+        'sglang_service_envelope has speculative_algorithm DDTREE without speculative_draft_model_path; DDTree drafts with the '
+        'DFlash drafter, which needs its model. Allowed: the absolute path of the drafter\'s directory.')
+    assert problems(sglang_service_envelope=dict(ENVELOPE, speculative_algorithm='DDTREE')) == []
+
+
+@pytest.mark.parametrize('name', ['WANDB_API_KEY', 'AWS_SECRET_ACCESS_KEY', 'DB_PASSWORD', 'github_token', 'HF_TOKEN'])
+def test_any_secret_looking_environment_name_is_refused(name):
+    message = one(problems(sglang_service_environment={name: 'v', 'CUDA_VISIBLE_DEVICES': '0,1'}))
+    assert ("sglang_service_environment's %s (a name of a secret: *_KEY, *_TOKEN, *_SECRET, *PASSWORD*) would put it into the "
+            "unit file (mode 0644)" % name) in message
+
+
+@pytest.mark.parametrize('name', ['CUDA_VISIBLE_DEVICES', 'TOKENIZERS_PARALLELISM', 'SGLANG_KEYS_DIR_MODE', 'MONKEY'])
+def test_names_that_only_hold_the_letters_pass(name):
+    assert problems(sglang_service_environment={name: '1'}) == []

@@ -378,3 +378,14 @@ def test_scrub_masks_secret_flag_values_written_in_text():
         "launch_server --api-key ******** --ssl-keyfile /k.pem --admin-api-key=******** --control-plane-api-keys=******** "
         "--max-total-tokens 4096")
     assert fcu.scrub({'d': [text]}, [])['d'][0] == fcu.scrub_text(text)
+
+
+def test_every_value_of_a_secret_flag_that_takes_several_is_masked():
+    # the router's --api-keys and --control-plane-api-keys take several keys: each is a secret
+    argv = ['--control-plane-api-keys', 'k1', 'k2', '--port', '30000', '--api-key', 's1', 'x', '--api-keys=k3']
+    assert fcu.mask_argv(argv) == ['--control-plane-api-keys', fcu.MASK, fcu.MASK, '--port', '30000', '--api-key', fcu.MASK,
+                                   'x', '--api-keys=' + fcu.MASK]
+    assert fcu.secret_values(argv) == ['k1', 'k2', 's1', 'k3']
+    text = 'router ran with --control-plane-api-keys k1 k2 k3 --port 30000 --api-key s1 then failed'
+    assert fcu.scrub_text(text) == ('router ran with --control-plane-api-keys %s %s %s --port 30000 --api-key %s then failed'
+                                    % ((fcu.MASK,) * 4))
