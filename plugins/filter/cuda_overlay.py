@@ -91,7 +91,7 @@ def normalise_entry(entry, index, allow_unpinned=False, variable='cuda_overlay_m
             raise AnsibleFilterError('%s.match.simulated must be true or false, got %r' % (where, match['simulated']))
         rules['simulated'] = match['simulated']
     wheels = entry.get('wheels')
-    problems = pin_problems(wheels, '%s.wheels' % where, allow_unpinned)
+    problems = pin_problems(wheels, '%s.wheels' % where, allow_unpinned, 'cuda_overlay_allow_unpinned')
     if not problems and not wheels:
         problems = ['%s.wheels is empty: an overlay entry installs at least one wheel' % where]
     if problems:

@@ -65,8 +65,8 @@ def requirement_lines(pins):
     return '\n'.join(lines) + ('\n' if lines else '')
 
 
-def pin_problems(pins, variable='pins', allow_unpinned=False):
-    """Every problem of a pin list, as sentences naming the variable and the entry."""
+def pin_problems(pins, variable='pins', allow_unpinned=False, allow_unpinned_variable='ml_env_allow_unpinned'):
+    """Every problem of a pin list, as sentences naming the variable, the entry and the switch that accepts no digest."""
     if not isinstance(pins, list):
         return ['%s must be a list of {name, version, sha256}, got %s' % (variable, type(pins).__name__)]
     problems = []
@@ -80,13 +80,13 @@ def pin_problems(pins, variable='pins', allow_unpinned=False):
         if unknown:
             problems.append('%s has unknown keys %s (allowed: name, version, sha256)' % (where, ', '.join(unknown)))
         problems += wheel_pin_problems(where, pin, seen)
-        problems += digest_problems(where, pin.get('name'), pin.get('sha256'), allow_unpinned, 'ml_env_allow_unpinned')
+        problems += digest_problems(where, pin.get('name'), pin.get('sha256'), allow_unpinned, allow_unpinned_variable)
     return problems
 
 
-def ml_env_requirements(pins, variable='pins', allow_unpinned=False):
+def ml_env_requirements(pins, variable='pins', allow_unpinned=False, allow_unpinned_variable='ml_env_allow_unpinned'):
     """A pip requirements file for the pins; refuses the whole list on any problem."""
-    problems = pin_problems(pins, variable, allow_unpinned)
+    problems = pin_problems(pins, variable, allow_unpinned, allow_unpinned_variable)
     if problems:
         raise AnsibleFilterError('; '.join(problems))
     return requirement_lines(pins)

@@ -155,6 +155,8 @@ def test_duplicate_names_and_wrong_inputs():
 def test_unpinned_allowed_on_request():
     loose = [{'name': 'x', 'wheels': [{'name': 'torch', 'version': '2.11.0+cu130'}]}]
     assert cuda_overlay_match(H200, loose, allow_unpinned=True)['matched']
+    with pytest.raises(AnsibleFilterError, match=r'has no sha256: every artifact must be pinned \(cuda_overlay_allow_unpinned: true'):
+        cuda_overlay_match(H200, loose)
 
 
 def _load(path):

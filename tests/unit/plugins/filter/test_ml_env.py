@@ -79,3 +79,11 @@ def test_unpinned_refused_when_the_override_is_a_string_false(word):
 def test_a_digest_with_a_line_break_or_a_space_is_refused(digest):
     with pytest.raises(AnsibleFilterError, match='sha256 must be 64 lowercase hex digits'):
         ml_env_requirements([{'name': 'x', 'version': '1', 'sha256': digest}])
+
+
+def test_an_unpinned_wheel_names_the_switch_of_the_role_that_pins_it():
+    # the router's and the overlay's pins have switches of their own: the error must name the one the user sets
+    with pytest.raises(AnsibleFilterError) as refused:
+        ml_env_requirements([{'name': 'sglang-router', 'version': '0.3.2'}], 'sglang_router_wheels', 'false', 'sglang_router_allow_unpinned')
+    assert str(refused.value) == ('sglang_router_wheels[0] (sglang-router) has no sha256: every artifact must be pinned '
+                                  '(sglang_router_allow_unpinned: true accepts unpinned ones)')
