@@ -662,6 +662,10 @@ SIGNATURES = (
                    r'line (?P<line>\d+), in (?P<func>\w+)',
              'source': 'sgl-project/sglang 0.5.23 python/sglang/srt/arg_groups/*_hook.py (ServerArgs.resolve_once), '
                        'as the lab\'s real wheel raises them'},
+            # before resolve_once (0.5.x to 0.5.12): ServerArgs.__post_init__ runs its _handle_* steps and check_server_args
+            {'re': r'sglang/srt/(?P<file>server_args\.py)", line (?P<line>\d+), in (?P<func>_handle_\w+|check_server_args|_check_\w+)\b',
+             'source': 'sgl-project/sglang 0.5.x python/sglang/srt/server_args.py (ServerArgs.__post_init__, its _handle_* steps '
+                       'and check_server_args)'},
             {'re': r'(?:^|\s)(?:ValueError|AssertionError|NotImplementedError): (?P<reason>.+)$', 'fatal': False},
         ),
         'phase': 'starting',
@@ -1131,6 +1135,27 @@ def last_traceback(lines):
     return block
 
 
+# the signature of a child's death, whose cause the child printed before it
+_CONSEQUENCE = 'child_process_died'
+
+
+def _cause_traceback(lines, matched, last):
+    """The last traceback that starts at or before line ``last`` (the death: a launcher's or a harness's traceback
+    after it reports the death) whose exception line no signature matched and that is no warning, [] when none."""
+    for start in range(last, -1, -1):
+        if not _TRACEBACK_START.search(lines[start]):
+            continue
+        for end in range(start + 1, min(len(lines), start + _TRACEBACK_LOOKBACK)):
+            if _EXCEPTION_LINE.match(lines[end]):
+                if end not in matched and not is_warning_level(lines[end]):
+                    block = lines[start:end + 1]
+                    if len(block) > _UNCLASSIFIED_TAIL:
+                        block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
+                    return block
+                break
+    return []
+
+
 def _exception_of(block):
     """What the unclassified diagnosis quotes: the exception line, or the traceback's last line when it has none."""
     last = _strip_prefix(block[-1]).strip()
@@ -1160,6 +1185,14 @@ def diagnose(lines, server_args=None):
                 'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
                 block)
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
+    if all(m['id'] == _CONSEQUENCE for m in fatal):
+        # a child's death is the consequence; the child's own exception, which no signature names, is the cause
+        block = _cause_traceback(lines, set(m['index'] for m in matches), max(m['index'] for m in fatal))
+        if block:
+            return (UNCLASSIFIED,
+                    'an SGLang child process died of an exception that matches no known signature: %s' % _exception_of(block),
+                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
+                    block + [lines[m['index']] for m in fatal if m['index'] > 0 and lines[m['index']] not in block])
     diagnosis, advice = best['diagnosis'], best['advice']
     groups = {}
     for match in matches:

@@ -4,7 +4,8 @@
 
 fixtures/real_failures/*.json hold failure logs that users pasted into public issue trackers,
 verbatim (paths, models and numbers are theirs): each record names the cause the verdict should
-give ("class"). A record whose stored excerpt lost its decisive line says so in "cut_off"; it is
+give ("class"; ``unclassified`` for a real failure no class of the catalogue covers, whose verdict must quote
+the exception rather than name a cause). A record whose stored excerpt lost its decisive line says so in "cut_off"; it is
 listed in KNOWN_MISSES with what diagnose() names today, so that any change shows. Recall per
 class is over all records, a cut-off that is missed counting as a miss; docs/verdict-and-failures.md
 shows the same figures (scripts/failure_catalogue.py writes them).
@@ -101,8 +102,9 @@ def test_the_corpus_is_there():
 def test_record_shape(filename, record):
     assert set(record) == KEYS, filename
     assert record['url'].startswith('https://')
-    assert sig.signature(record['class']) is not None, 'class %s is no signature id' % record['class']
-    assert sig.signature(record['class'])['fatal'], 'a failure log names a fatal cause'
+    if record['class'] != sig.UNCLASSIFIED:  # a real failure no class of the catalogue covers: naming one would be wrong
+        assert sig.signature(record['class']) is not None, 'class %s is no signature id' % record['class']
+        assert sig.signature(record['class'])['fatal'], 'a failure log names a fatal cause'
     for key in KEYS - set(['lines']):
         assert isinstance(record[key], str)
     assert record['lines'] and all(isinstance(line, str) for line in record['lines'])
