@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, parse_booleans, root_dir_problem, unit_value_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
-from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec, worst_case_s
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -229,14 +229,19 @@ def variable_problems(v, hostname, group_names, groups):
         problems.append('sglang_service_stop_timeout_s must be an integer of seconds in 1-3600 (default 60); got %s.'
                         % _json(stop_value))
         stop = 60
-    # the timer is armed before the restart, which first waits up to TimeoutStopSec for the old server
+    # the timer is armed before the restart, which first waits up to TimeoutStopSec for the old server; the gate runs
+    # after the verdict and before the confirmation
     needed = _int(v['sglang_service_verdict_timeout']) + _float(v['sglang_service_verdict_settle_s']) + stop + 60
-    if not (_whole(v['sglang_service_safety_timer_s']) and _int(v['sglang_service_safety_timer_s']) > needed):
+    gate_s = gate_worst_case(v)
+    if not (_whole(v['sglang_service_safety_timer_s']) and _int(v['sglang_service_safety_timer_s']) > needed + gate_s):
         problems.append(
             'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
-            'sglang_service_stop_timeout_s + 60 s (%s s; default sglang_service_verdict_timeout + 300), a whole number of '
-            'seconds, or the host would restore the old unit while the verdict still runs; got %s.'
-            % (_fmt_num(needed), _json(v['sglang_service_safety_timer_s'])))
+            'sglang_service_stop_timeout_s + 60 s%s (%s s; default sglang_service_verdict_timeout + 300%s), a whole number of '
+            'seconds, or the host would restore the old unit while the verdict%s still runs; got %s.'
+            % (' + the gate\'s longest run (%s s: its warmup and requests, sglang_service_gate_workload\'s concurrency at a time, '
+               'each taking sglang_service_gate_request_timeout_s)' % _fmt_num(gate_s) if gate_s else '',
+               _fmt_num(needed + gate_s), ' + the gate\'s longest run' if gate_s else '', ' or the gate' if gate_s else '',
+               _json(v['sglang_service_safety_timer_s'])))
 
     # the lock must outlast the longest step it covers without a renewal: a verdict and its safety timer
     lease_value = v.get('sglang_service_host_lock_lease_s', 3600)
@@ -261,6 +266,19 @@ def variable_problems(v, hostname, group_names, groups):
     return problems
 
 
+def gate_worst_case(v):
+    """Seconds the gate can take at most (0 with the gate off or its variables wrong: gate_problems names those)."""
+    if not parse_booleans(v, ('sglang_service_gate',))[0].get('sglang_service_gate'):
+        return 0
+    timeout = v.get('sglang_service_gate_request_timeout_s', 60)
+    if not _whole(timeout) or not isinstance(v.get('sglang_service_gate_workload', {}), dict):
+        return 0
+    try:
+        return worst_case_s(v.get('sglang_service_gate_workload', {}), _int(timeout))
+    except ValueError:
+        return 0
+
+
 def gate_problems(v):
     """The throughput gate's variables (docs/gate.md), when the caller passes them (validate.yml does)."""
     if 'sglang_service_gate' not in v:
@@ -279,6 +297,10 @@ def gate_problems(v):
     if not _number_like(ratio) or _float(ratio) <= 0:
         problems.append('sglang_service_gate_min_ratio must be a number above 0 (1.0: no slower than the last known good unit, '
                         '1.15: at least 15 %% faster); got %s.' % _json(ratio))
+    timeout = v.get('sglang_service_gate_request_timeout_s', 60)
+    if not _whole(timeout) or not 1 <= _int(timeout) <= 3600:
+        problems.append('sglang_service_gate_request_timeout_s must be an integer of seconds in 1-3600 (default 60); got %s.'
+                        % _json(timeout))
     for name in ('sglang_service_gate_max_p99_ttft_ms', 'sglang_service_gate_max_p99_itl_ms'):
         if not _number_like(v.get(name, 0)) or _float(v.get(name, 0)) < 0:
             problems.append('%s must be 0 (no limit) or more milliseconds; got %s.' % (name, _json(v.get(name))))

@@ -63,6 +63,14 @@ def fingerprint(spec):
     return hashlib.sha256(json.dumps(workload_spec(spec), sort_keys=True).encode('utf-8')).hexdigest()[:16]
 
 
+def worst_case_s(spec, request_timeout):
+    """The longest the gate's run can take: its warmup, then its requests, each ``concurrency`` at a time, every
+    request using its whole ``request_timeout`` (the safety timer's margin counts it)."""
+    spec = workload_spec(spec)
+    waves = -(-spec['warmup_requests'] // spec['concurrency']) + -(-spec['requests'] // spec['concurrency'])
+    return waves * float(request_timeout)
+
+
 def requests_of(spec):
     """The seeded requests: (prompt, output tokens) pairs, the same for the same spec, lengths drawn
     uniformly from [length * range_ratio, length] as bench_serving's random dataset draws them."""

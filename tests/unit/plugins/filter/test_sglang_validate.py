@@ -127,6 +127,8 @@ def test_a_healthy_plan_has_no_problem():
      ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + sglang_service_stop_timeout_s + 60 s',
       '(1025.0 s;', 'got 900']),
     ({'sglang_service_safety_timer_s': 1025}, ['(1025.0 s;', 'got 1025']),
+    ({'sglang_service_gate_request_timeout_s': '60\n'}, ['sglang_service_gate_request_timeout_s must be an integer of seconds in 1-3600']),
+    ({'sglang_service_gate_request_timeout_s': 0}, ['sglang_service_gate_request_timeout_s must be an integer of seconds in 1-3600']),
     ({'sglang_service_stop_timeout_s': 0}, ['sglang_service_stop_timeout_s must be an integer of seconds in 1-3600']),
     ({'sglang_service_stop_timeout_s': True}, ['sglang_service_stop_timeout_s must be an integer of seconds in 1-3600']),
     ({'sglang_service_host_lock_lease_s': 1200},
@@ -400,3 +402,18 @@ def test_any_secret_looking_environment_name_is_refused(name):
 @pytest.mark.parametrize('name', ['CUDA_VISIBLE_DEVICES', 'TOKENIZERS_PARALLELISM', 'SGLANG_KEYS_DIR_MODE', 'MONKEY'])
 def test_names_that_only_hold_the_letters_pass(name):
     assert problems(sglang_service_environment={name: '1'}) == []
+
+
+def test_the_safety_timer_margin_counts_the_gate_longest_run():
+    # the gate runs between the healthy verdict and the confirmation: 1 warmup wave + 4 request waves of 60 s
+    gate = {'sglang_service_gate': 'yes', 'sglang_service_gate_workload': {'requests': 16, 'concurrency': 4},
+            'sglang_service_gate_request_timeout_s': 60}
+    assert problems(**dict(gate, sglang_service_safety_timer_s=1326)) == []
+    assert one(problems(**dict(gate, sglang_service_safety_timer_s=1325))) == (
+        'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
+        'sglang_service_stop_timeout_s + 60 s + the gate\'s longest run (300.0 s: its warmup and requests, '
+        'sglang_service_gate_workload\'s concurrency at a time, each taking sglang_service_gate_request_timeout_s) '
+        '(1325.0 s; default sglang_service_verdict_timeout + 300 + the gate\'s longest run), a whole number of seconds, '
+        'or the host would restore the old unit while the verdict or the gate still runs; got 1325.')
+    # "false" from INI :vars is off: no gate in the margin
+    assert problems(**dict(gate, sglang_service_gate='false', sglang_service_safety_timer_s=1026)) == []
