@@ -62,6 +62,46 @@ def root_dir_problem(name, path):
     return ''
 
 
+def path_and_parents(paths):
+    """Each absolute path of ``paths`` and its parents up to /, once each (what the host read looks at for root_owned_problems)."""
+    found = []
+    for path in paths if isinstance(paths, (list, tuple)) else [paths]:
+        if not isinstance(path, str) or not path.startswith('/') or unsafe_chars(path):
+            continue
+        path = posixpath.normpath(path)
+        while True:
+            if path not in found:
+                found.append(path)
+            if path == '/':
+                break
+            path = posixpath.dirname(path)
+    return found
+
+
+def root_owned_problems(dirs, paths):
+    """The problems of root's control directories on the host: ``dirs`` maps a name (a variable) to a directory, ``paths`` is
+    sglang_host_facts' paths (uid and mode of each). The directory and every parent up to / that exists must be owned by
+    root and not writable by group or others: root restores the units kept there into /etc/systemd/system and runs the
+    script kept there, so whoever can write one of them could plant a unit or a script."""
+    problems = []
+    for name, directory in dirs.items():
+        loose = []
+        for path in path_and_parents([directory]):
+            facts = (paths or {}).get(path) or {}
+            if not facts.get('exists') or 'uid' not in facts:
+                continue
+            mode = int(str(facts.get('mode', '0')), 8)
+            if facts['uid'] != 0 or mode & 0o022:
+                loose.append('%s (uid %s, mode %s)' % (path, facts['uid'], facts.get('mode')))
+        if loose:
+            problems.append('%s (%s) is not root\'s alone on the host: %s. Root restores the units kept there into '
+                            '/etc/systemd/system and runs the restore script, so whoever can write there could plant one. '
+                            'Allowed: a directory whose every existing parent up to / is owned by root and not writable by group '
+                            'or others (chown root and chmod go-w, or choose another directory such as /var/lib/ddtree-sglang).'
+                            % (name, directory, ', '.join(loose)))
+    return problems
+
+
 def root_dir_problems(roots):
     """The problems of a dict {variable name: root path}, in the dict's order."""
     return [p for p in (root_dir_problem(name, path) for name, path in roots.items()) if p]
@@ -149,6 +189,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'root_dir_problems': root_dir_problems,
+            'path_and_parents': path_and_parents,
             'unit_value_problems': unit_value_problems,
             'loopback': is_loopback,
             'secret_args': secret_arg_names,

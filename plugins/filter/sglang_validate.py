@@ -15,7 +15,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_loopback, parse_booleans, root_dir_problem, unit_value_problems
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (is_loopback, parse_booleans, root_dir_problem, root_owned_problems,
+                                                                       unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec, worst_case_s
@@ -457,6 +458,10 @@ def host_problems(v, hostname, host, check_python):
                                     for k, d in missing) + 'Allowed: an existing directory holding the model\'s config.json.')
     problems += service_account_problems('sglang_service_user', v['sglang_service_user'], host.get('user') or {},
                                          (v.get('__sglang_service_user_dirs') or [None])[0])
+    control = {'sglang_service_state_dir': v['sglang_service_state_dir']}
+    if v.get('__sglang_service_control_dir'):
+        control['the control directory'] = v['__sglang_service_control_dir']
+    problems += root_owned_problems(control, host.get('paths'))
     python = v['sglang_service_python']
     if check_python and not python_exists(python, host, v.get('ml_env_root', '/opt/ddtree/ml-env')):
         problems.append(

@@ -247,6 +247,9 @@ SIGNATURES = (
             r'Model architectures (?P<architectures>\[[^\]]*\]) are not supported\b',
             {'re': r'Unsupported architectures: (?P<architectures>[^.]+)\. Supported list:',
              'source': 'sgl-project/sglang python/sglang/srt/managers/router/model_runner.py::get_model_cls_by_arch_name (2024)'},
+            # the Transformers fallback (--model-impl auto/transformers) finds no class of that name either
+            {'re': r"Cannot find model module\. '(?P<architectures>[^']+)' is not a registered model in the Transformers library",
+             'source': 'sgl-project/sglang python/sglang/srt/model_loader/utils.py::resolve_transformers_arch'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -705,6 +708,8 @@ _FRAME_PHASES = (
     (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache|'
                 r'_?init_\w*_pool)$'),
      'sizing_pools'),
+    # after the pools, before the graphs: the attention backend's workspace (ModelRunner.initialize)
+    (re.compile(r'^init_attention_backend$'), 'pools_sized'),
     (re.compile(r'^(?:load_model|load_weights|load_weights_and_postprocess|_initialize_model)$'), 'loading_weights'),
     (re.compile(r'^(?:forward_thread_func|event_loop\w*|run_batch|forward\w*|\w+_forward)$'), 'ready'),
 )
@@ -974,8 +979,10 @@ def classify(lines, server_args=None):
     for index, line in enumerate(lines):
         phase = furthest_phase(phase, line)
         frames = None if _TRACEBACK_START.search(line) else _frame_phase(frames, line)
-        # phase lines first; only with none yet do the traceback's frames tell where it failed
-        here = frames if phase == PHASES[0] and frames is not None else phase
+        # a start-up frame of the traceback tells where its process failed; the phase lines are the furthest any rank
+        # reached (ranks interleave), so they tell it for a traceback whose frames name no start-up step. Forward
+        # frames alone say little before serving (profiling, capture and warmup run the model's forward too)
+        here = frames if frames is not None and (frames != 'ready' or phase == PHASES[0]) else phase
         for entry in _COMPILED:
             when = entry.get('when_phase')
             if when and here not in when:

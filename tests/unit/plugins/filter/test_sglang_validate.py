@@ -417,3 +417,36 @@ def test_the_safety_timer_margin_counts_the_gate_longest_run():
         'or the host would restore the old unit while the verdict or the gate still runs; got 1325.')
     # "false" from INI :vars is off: no gate in the margin
     assert problems(**dict(gate, sglang_service_gate='false', sglang_service_safety_timer_s=1026)) == []
+
+
+def _paths(**loose):
+    """The host read's paths of the state and control directories and their parents: root's 0755, but ``loose``."""
+    found = dict(HOST['paths'])
+    for path in ('/', '/var', '/var/lib', '/var/lib/ddtree-sglang', '/etc', '/etc/ddtree-sglang'):
+        found[path] = {'exists': True, 'isdir': True, 'uid': 0, 'mode': '0755'}
+    for path, facts in loose.items():
+        found[path.replace('_', '/')] = dict(found.get(path.replace('_', '/'), {'exists': True, 'isdir': True}), **facts)
+    return found
+
+
+def test_root_control_directories_and_their_parents_must_be_root_only_on_the_host():
+    host = dict(HOST, paths=_paths())
+    assert problems(host=host) == []
+    # a parent the deploy user owns: it could swap the state dir for one holding its own "last known good" unit
+    host = dict(HOST, paths=dict(_paths(), **{'/var/lib': {'exists': True, 'isdir': True, 'uid': 1000, 'mode': '0755'}}))
+    assert one(problems(host=host)) == (
+        'sglang_service_state_dir (/var/lib/ddtree-sglang) is not root\'s alone on the host: /var/lib (uid 1000, mode 0755). '
+        'Root restores the units kept there into /etc/systemd/system and runs the restore script, so whoever can write there '
+        'could plant one. Allowed: a directory whose every existing parent up to / is owned by root and not writable by group '
+        'or others (chown root and chmod go-w, or choose another directory such as /var/lib/ddtree-sglang).')
+    # group-writable control directory; a state dir not there yet is judged by its parents
+    paths = dict(_paths(), **{'/etc/ddtree-sglang': {'exists': True, 'isdir': True, 'uid': 0, 'mode': '0775'},
+                              '/var/lib/ddtree-sglang': {'exists': False}})
+    assert one(problems(host=dict(HOST, paths=paths))).startswith(
+        'the control directory (/etc/ddtree-sglang) is not root\'s alone on the host: /etc/ddtree-sglang (uid 0, mode 0775).')
+
+
+def test_path_and_parents_lists_each_once_up_to_the_root():
+    from ansible_collections.ddtree.sglang.plugins.filter.safe_values import path_and_parents
+    assert path_and_parents(['/var/lib/ddtree-sglang', '/var/lib/x', 'relative', None]) == [
+        '/var/lib/ddtree-sglang', '/var/lib', '/var', '/', '/var/lib/x']
