@@ -10,12 +10,14 @@ argument spec and these calls; the assertions run on the controller (filter sgla
 
 from __future__ import annotations
 
+import errno
 import grp
 import hashlib
 import json
 import os
 import pwd
 import re
+import stat
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
 # who holds the port: the same reading as module sglang_port_check
@@ -150,14 +152,36 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
+# a config.json of any model is well below this; root reads it, so it reads no more
+CONFIG_MAX_BYTES = 16 << 20
+
+
+def read_regular_file(path, limit):
+    """The text of ``path`` when it is a regular file (a link to one counts: the Hub cache links to its blobs) of at most
+    ``limit`` bytes; OSError otherwise. Root reads it: opened without blocking and checked on the open descriptor, a FIFO
+    or a device planted as config.json is neither waited on nor read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, 'not a regular file')
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, 'larger than %d bytes' % limit)
+        with os.fdopen(fd, 'rb') as handle:
+            fd = None
+            return handle.read(limit + 1).decode('utf-8')
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def model_dir_facts(directory):
     """A model directory: whether it is one, its config.json (or why it cannot be read) and, for a
     config.json without num_parameters, the size of its *.safetensors files (the planner's weights)."""
     found = {'isdir': os.path.isdir(directory)}
     path = os.path.join(directory, 'config.json')
     try:
-        with open(path, 'r') as handle:
-            found['config'] = json.load(handle)
+        found['config'] = json.loads(read_regular_file(path, CONFIG_MAX_BYTES))
     except (IOError, OSError) as e:
         found['error'] = '%s: %s' % (path, e.strerror or e)
         return found

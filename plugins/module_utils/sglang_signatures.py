@@ -1148,18 +1148,30 @@ _CONSEQUENCE = 'child_process_died'
 
 def _cause_traceback(lines, matched, last):
     """The last traceback that starts at or before line ``last`` (the death: a launcher's or a harness's traceback
-    after it reports the death) whose exception line no signature matched and that is no warning, [] when none."""
-    for start in range(last, -1, -1):
-        if not _TRACEBACK_START.search(lines[start]):
+    after it reports the death) and ends in an exception line no fatal signature matched and that is no warning; [] when
+    none. Its start is its "Traceback" line, or, where a paste lost that line, the first of the frames above the exception."""
+    for end in range(len(lines) - 1, 0, -1):
+        if end in matched or not _EXCEPTION_LINE.match(lines[end]) or is_warning_level(lines[end]):
             continue
-        for end in range(start + 1, min(len(lines), start + _TRACEBACK_LOOKBACK)):
-            if _EXCEPTION_LINE.match(lines[end]):
-                if end not in matched and not is_warning_level(lines[end]):
-                    block = lines[start:end + 1]
-                    if len(block) > _UNCLASSIFIED_TAIL:
-                        block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
-                    return block
+        start, framed, index = None, False, end - 1
+        # up through the traceback's indented frame, code and caret lines to its "Traceback" line
+        while index >= 0 and end - index < _TRACEBACK_LOOKBACK:
+            if _TRACEBACK_START.search(lines[index]):
+                start = index
                 break
+            if _FRAME_LINE.search(lines[index]):
+                framed = True
+            elif lines[index][:1] not in (' ', '\t'):
+                break
+            index -= 1
+        if start is None and framed:
+            start = index + 1
+        if start is None or start > last:
+            continue
+        block = lines[start:end + 1]
+        if len(block) > _UNCLASSIFIED_TAIL:
+            block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
+        return block
     return []
 
 
@@ -1194,7 +1206,7 @@ def diagnose(lines, server_args=None):
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
     if all(m['id'] == _CONSEQUENCE for m in fatal):
         # a child's death is the consequence; the child's own exception, which no signature names, is the cause
-        block = _cause_traceback(lines, set(m['index'] for m in matches), max(m['index'] for m in fatal))
+        block = _cause_traceback(lines, set(m['index'] for m in fatal), max(m['index'] for m in fatal))
         if block:
             return (UNCLASSIFIED,
                     'an SGLang child process died of an exception that matches no known signature: %s' % _exception_of(block),

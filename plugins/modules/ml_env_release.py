@@ -24,6 +24,9 @@ description:
     release goes only once it is older than I(unfinished_grace_s), since until then another run may be building it.
   - C(state=absent) removes the unfinished or failed release I(release); it refuses the current one
     and referenced ones.
+  - A directory under C(<root>/releases) is a release only when it carries the collection's marks, the manifest or
+    the C(ddtree-requirements) directory the build creates with the release directory: an operator's directory with a
+    hex name is never listed, pruned or removed.
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:
@@ -153,6 +156,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 MANIFEST = 'ddtree-release.json'
+# made with the release directory, before its venv (roles/ml_env/tasks/build.yml): an unfinished build carries it too
+MARKER = 'ddtree-requirements'
 ID_RE = re.compile(r'^[0-9a-f]{8,64}$')
 
 
@@ -194,6 +199,11 @@ def referenced_ids(root, places):
     return found
 
 
+def is_ours(path):
+    """Whether a directory under releases/ is one of this collection's releases (its manifest, or the build's marker)."""
+    return os.path.exists(os.path.join(path, MANIFEST)) or os.path.isdir(os.path.join(path, MARKER))
+
+
 def list_releases(root, places):
     base = os.path.join(root, 'releases')
     current = current_id(root)
@@ -202,7 +212,7 @@ def list_releases(root, places):
     if os.path.isdir(base):
         for name in os.listdir(base):
             path = os.path.join(base, name)
-            if not ID_RE.match(name) or not os.path.isdir(path) or os.path.islink(path):
+            if not ID_RE.match(name) or not os.path.isdir(path) or os.path.islink(path) or not is_ours(path):
                 continue
             releases.append({
                 'id': name,
@@ -281,6 +291,9 @@ def main():
     elif state == 'pruned':
         removed = prune_plan(releases, module.params['keep'], release, time.time(), module.params['unfinished_grace_s'])
     elif state == 'absent' and os.path.isdir(release_path):
+        if not is_ours(release_path):
+            module.fail_json(msg='%s is not a release of this collection (neither %s nor %s/ in it): refusing to remove it; '
+                                 'move it out of %s/releases' % (release_path, MANIFEST, MARKER, root))
         info = [r for r in releases if r['id'] == release]
         if info and (info[0]['current'] or info[0]['referenced']):
             module.fail_json(msg='release %s is %s: refusing to remove it' % (

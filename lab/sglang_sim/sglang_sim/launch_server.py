@@ -319,6 +319,10 @@ def run(args, knobs):
     if refused is not None:
         # ServerArgs.resolve_once() raises in the launcher's own process, before any scheduler
         _die_uncaught((startup.traceback_frames(refused[0]), [refused[1]]))
+    own = startup.simulated_refusal(args)
+    if own is not None:
+        sys.stderr.write(own + "\n")
+        sys.exit(1)
     try:
         gpus = read_gpus()
     except NoDriverError:

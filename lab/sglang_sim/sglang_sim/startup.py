@@ -79,3 +79,15 @@ def traceback_frames(check):
                                 f"run_hook({step}, server_args)"), _HOOK]
     source = "raise ValueError(" if path != "attention_hook.py" else "assert cfg.speculative_algorithm is None, ("
     return frames + [(f"{_SRT}/arg_groups/{path}".replace("arg_groups/../", ""), line, function, source)]
+
+
+def simulated_refusal(args):
+    """What the simulator refuses on its own, where the real server starts and fails later: a line of its own
+    (SIMULATED, never SGLang's words), or None. DDTREE without a drafter: the DDTree patch set's worker is the DFlash
+    worker, which drafts with --speculative-draft-model-path, and 0.5.23's hook checks only DFLASH, so the real
+    server passes its start-up checks; preflight refuses it (docs/preflight-parity.md) and so does the simulator."""
+    if args.speculative_algorithm == "DDTREE" and not args.speculative_draft_model_path:
+        return ("SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path "
+                "(DDTree drafts with the DFlash drafter); not starting")
+    return None
+

@@ -77,6 +77,25 @@ def test_model_dirs(tmp_path):
     assert missing['isdir'] is False and missing['error'].endswith('config.json: No such file or directory')
 
 
+def test_a_fifo_or_a_huge_file_planted_as_config_json_is_neither_waited_on_nor_read(tmp_path):
+    # root reads config.json: a FIFO would hang the host read (open blocks until a writer comes)
+    fifo = tmp_path / 'fifo-model'
+    fifo.mkdir()
+    os.mkfifo(str(fifo / 'config.json'))
+    assert host_facts.model_dir_facts(str(fifo)) == {'isdir': True, 'error': '%s: not a regular file' % (fifo / 'config.json')}
+    # a link to a regular file is read (the Hub cache links snapshots to blobs)
+    linked = tmp_path / 'linked'
+    linked.mkdir()
+    (tmp_path / 'blob').write_text('{"num_parameters": 1}')
+    os.symlink(str(tmp_path / 'blob'), str(linked / 'config.json'))
+    assert host_facts.model_dir_facts(str(linked)) == {'isdir': True, 'config': {'num_parameters': 1}}
+    huge = tmp_path / 'huge'
+    huge.mkdir()
+    with open(str(huge / 'config.json'), 'wb') as handle:
+        handle.truncate(host_facts.CONFIG_MAX_BYTES + 1)
+    assert host_facts.model_dir_facts(str(huge))['error'] == '%s: larger than %d bytes' % (huge / 'config.json', host_facts.CONFIG_MAX_BYTES)
+
+
 def test_paths_and_sha256(tmp_path):
     script = tmp_path / 'python'
     script.write_text('#!/bin/sh\n')

@@ -18,9 +18,11 @@ from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import E
 from ansible_collections.ddtree.sglang.plugins.modules import ml_env_release
 
 
-def make_release(root, rid, mtime, complete=True):
+def make_release(root, rid, mtime, complete=True, ours=True):
     path = root / 'releases' / rid
     (path / 'bin').mkdir(parents=True)
+    if ours:
+        (path / 'ddtree-requirements').mkdir()
     if complete:
         (path / 'ddtree-release.json').write_text(json.dumps({'id': rid}))
     os.utime(str(path), (mtime, mtime))
@@ -117,3 +119,19 @@ def test_check_mode_changes_nothing(tmp_path):
 def test_bad_release_id(tmp_path):
     kind, res = run({'root': str(tmp_path), 'release': '../etc'})
     assert kind is FailJson and 'hex' in res['msg']
+
+
+def test_a_hex_named_directory_without_the_collection_marks_is_never_touched(tmp_path):
+    make_release(tmp_path, IDS[0], 100)
+    os.symlink('releases/' + IDS[0], str(tmp_path / 'current'))
+    operator = make_release(tmp_path, IDS[1], 100, complete=False, ours=False)   # an operator's data, long ago
+    (operator / 'data.bin').write_text('keep')
+    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0, 'referenced_in': [],
+                     'unfinished_grace_s': 0})
+    assert res['removed'] == [] and [r['id'] for r in res['releases']] == [IDS[0]]
+    kind, res = run({'root': str(tmp_path), 'release': IDS[1], 'state': 'absent'})
+    assert kind is FailJson and res['msg'] == (
+        '%s is not a release of this collection (neither ddtree-release.json nor ddtree-requirements/ in it): refusing to '
+        'remove it; move it out of %s/releases' % (operator, tmp_path))
+    assert (operator / 'data.bin').exists()
+
