@@ -214,6 +214,23 @@ def probe_command(timeout_bin, python, timeout):
     return probe_argv(python, flag_probe, timeout_bin=timeout_bin, timeout=timeout)
 
 
+# what the unit's environment may not hand to the probe, which root runs: the dynamic loader's and the interpreter's own
+# variables (LD_PRELOAD, LD_LIBRARY_PATH, PYTHONPATH, PYTHONSTARTUP, ...) and the shells' start-up files would run
+# code the operator's variables name as root; SGLang's own settings (SGLANG_*, CUDA_*, HF_*) pass
+_PROBE_ENV_REFUSED = re.compile(r'^(?:LD_\w*|PYTHON\w*|BASH_ENV|ENV|BASH_FUNC_\S*)$')
+
+
+def probe_environment(environment):
+    """(the unit's environment without what would run code in root's probe, the names left out, sorted)."""
+    kept, dropped = {}, []
+    for key, value in (environment or {}).items():
+        if _PROBE_ENV_REFUSED.match(str(key)):
+            dropped.append(str(key))
+        else:
+            kept[str(key)] = str(value)
+    return kept, sorted(dropped)
+
+
 def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180,
               compute_capability=None):
     """Run the probe with `python`; return its answer (dict) with secret values scrubbed.

@@ -81,6 +81,8 @@ options:
       - Extra environment variables for the probe, normally the unit's C(Environment=) entries
         (a few SGLang parser choices depend on C(SGLANG_*) variables). C(EnvironmentFile=) files
         are not read.
+      - Root runs the probe, so the dynamic loader's and the interpreter's variables (C(LD_*), C(PYTHON*)) and
+        C(BASH_ENV)/C(ENV) are left out, named in RV(env_left_out).
     type: dict
     default: {}
   timeout:
@@ -142,6 +144,12 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+env_left_out:
+  description: Names of I(env) left out of the probe's environment (they would run code in root's probe).
+  returned: when the probe ran
+  type: list
+  elements: str
+  sample: [LD_PRELOAD, PYTHONPATH]
 valid:
   description: Whether the installed SGLang accepts the flags.
   returned: always
@@ -223,7 +231,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import (
-    ProbeError, build_message, error_flag_of, mask_argv, release_of, run_probe, secret_values)
+    ProbeError, build_message, error_flag_of, mask_argv, probe_environment, release_of, run_probe, secret_values)
 
 
 def main():
@@ -263,8 +271,8 @@ def main():
                                   expand_user_and_vars=False)
 
     try:
-        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], module.params['env'], module.params['timeout'],
-                           module.params['compute_capability'])
+        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], probe_environment(module.params['env'])[0],
+                           module.params['timeout'], module.params['compute_capability'])
     except ProbeError as exc:
         module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release_of(python), exc),
                          release_path=release_of(python), **base)
@@ -289,6 +297,7 @@ def main():
         checks=answer.get('checks') or [],
         checks_skipped=answer.get('checks_skipped') or [],
         release_path=release,
+        env_left_out=probe_environment(module.params['env'])[1],
     )
     if not result['valid'] and module.params['fail_on_invalid']:
         module.fail_json(msg=build_message(dict(answer, **result), release), **result)

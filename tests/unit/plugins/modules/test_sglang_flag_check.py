@@ -117,6 +117,16 @@ def fake_sglang(tmp_path):
     return {'PYTHONPATH': str(tmp_path)}
 
 
+@pytest.fixture
+def fake_python(fake_sglang, tmp_path):
+    """An interpreter that finds the stand-in sglang by itself, as a release's finds its own: the module leaves the
+    unit's PYTHONPATH out of root's probe."""
+    script = tmp_path / 'release-python'
+    script.write_text('#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' % (fake_sglang['PYTHONPATH'], sys.executable))
+    script.chmod(0o755)
+    return str(script)
+
+
 TIMEOUT = shutil.which('timeout')
 
 
@@ -311,9 +321,9 @@ def _module(args):
         fc.main()
 
 
-def test_module_fails_naming_flag_version_and_release(fake_sglang):
-    args = {'python': sys.executable, 'argv': ['--model-path', '/m', '--speculative-ddtree-shadow-linear', '--api-key', SECRET],
-            'env': fake_sglang}
+def test_module_fails_naming_flag_version_and_release(fake_python):
+    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-ddtree-shadow-linear', '--api-key', SECRET],
+            'env': {'SGLANG_TEST': '1'}}
     with pytest.raises(FailJson) as e:
         _module(args)
     result = e.value.args[0]
@@ -326,20 +336,22 @@ def test_module_fails_naming_flag_version_and_release(fake_sglang):
     assert result['invocation']['module_args']['env'] == 'VALUE_SPECIFIED_IN_NO_LOG_PARAMETER'
 
 
-def test_module_returns_without_failing_when_asked(fake_sglang):
-    args = {'python': sys.executable, 'argv': ['--model-path', '/m', '--speculative-algorithm', 'NOPE'],
-            'env': fake_sglang, 'fail_on_invalid': False}
+def test_module_returns_without_failing_when_asked(fake_python):
+    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-algorithm', 'NOPE'],
+            'fail_on_invalid': False}
     with pytest.raises(ExitJson) as e:
         _module(args)
     result = e.value.args[0]
     assert result['valid'] is False and result['error_flag'] == '--speculative-algorithm'
 
 
-def test_module_passes_and_warns(fake_sglang):
-    args = {'python': sys.executable, 'argv': ['--model-path', '/m', '--disable-cuda-graph'], 'env': fake_sglang}
+def test_module_passes_and_warns(fake_python):
+    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--disable-cuda-graph'],
+            'env': {'LD_PRELOAD': '/srv/models/evil.so', 'PYTHONSTARTUP': '/srv/models/evil.py', 'SGLANG_TEST': '1'}}
     with pytest.raises(ExitJson) as e:
         _module(args)
     result = e.value.args[0]
+    assert result['env_left_out'] == ['LD_PRELOAD', 'PYTHONSTARTUP']
     assert result['valid'] is True and result['sglang_version'] == '0.5.23'
     assert result['sglang_warnings'] == ["'--disable-cuda-graph' is deprecated and will be removed in a future release."]
     assert result['server_args']['model_path'] == '/m'
@@ -389,3 +401,12 @@ def test_every_value_of_a_secret_flag_that_takes_several_is_masked():
     text = 'router ran with --control-plane-api-keys k1 k2 k3 --port 30000 --api-key s1 then failed'
     assert fcu.scrub_text(text) == ('router ran with --control-plane-api-keys %s %s %s --port 30000 --api-key %s then failed'
                                     % ((fcu.MASK,) * 4))
+
+
+def test_module_keeps_the_units_pythonpath_out_of_roots_probe(fake_sglang):
+    # the unit's PYTHONPATH names code root would import: left out, the probe finds no sglang there
+    args = {'python': sys.executable, 'argv': ['--model-path', '/m'], 'env': fake_sglang}
+    with pytest.raises(FailJson) as e:
+        _module(args)
+    assert "cannot import sglang.srt.server_args: ModuleNotFoundError" in e.value.args[0]['msg']
+
