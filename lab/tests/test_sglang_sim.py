@@ -241,7 +241,7 @@ def test_api_key_flag_wins_over_the_environment():
     assert api_key_from_environment(parser.parse_args(["--model-path", "m", "--api-key", "flag"]), {"SGLANG_API_KEY": "env"}).api_key == "flag"
     assert api_key_from_environment(parser.parse_args(["--model-path", "m"]), {"SGLANG_API_KEY": "env"}).api_key == "env"
     assert api_key_from_environment(parser.parse_args(["--model-path", "m"]), {"SGLANG_API_KEY": ""}).api_key is None
-    stock = {"SGLANG_API_KEY": "env", "SGLANG_SIM_STOCK_API_KEY": "1"}
+    stock = {"SGLANG_API_KEY": "env", "SGLANG_SIM_STOCK_AUTH": "1"}
     assert api_key_from_environment(parser.parse_args(["--model-path", "m"]), stock).api_key is None
     assert api_key_from_environment(parser.parse_args(["--model-path", "m", "--api-key", "flag"]), stock).api_key == "flag"
 

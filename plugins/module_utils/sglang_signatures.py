@@ -805,7 +805,12 @@ MAX_LINE_CHARS = 4096
 
 
 def _clipped(lines):
-    return [line[:MAX_LINE_CHARS] for line in lines]
+    """Each line at most MAX_LINE_CHARS long, without the indent every non-blank line shares (a log pasted as an indented
+    block; a journal's lines share none)."""
+    lines = [line[:MAX_LINE_CHARS] for line in lines]
+    indents = [len(line) - len(line.lstrip(' ')) for line in lines if line.strip()]
+    common = min(indents) if indents else 0
+    return [line[common:] for line in lines] if common else lines
 
 
 def compile_pattern(pattern):
@@ -1175,6 +1180,26 @@ def _cause_traceback(lines, matched, last):
     return []
 
 
+# a C++ exception nobody caught (libstdc++'s verbose terminate handler, then its what()), and CPython's fault handler
+_TERMINATE = re.compile(r"terminate called after throwing an instance of '[^']+'")
+_WHAT = re.compile(r'^\s*what\(\):\s')
+_FATAL_PYTHON = re.compile(r'^Fatal Python error: \w+')
+
+
+def native_abort(lines):
+    """The last native abort's lines (the terminate line, its what(), CPython's "Fatal Python error"), [] when none."""
+    for index in range(len(lines) - 1, -1, -1):
+        if _TERMINATE.search(lines[index]):
+            block = [lines[index]]
+            for line in lines[index + 1:index + 4]:
+                if _WHAT.match(line) or _FATAL_PYTHON.match(line):
+                    block.append(line)
+                elif line.strip():
+                    break
+            return block
+    return []
+
+
 def _exception_of(block):
     """What the unclassified diagnosis quotes: the exception line, or the traceback's last line when it has none."""
     last = _strip_prefix(block[-1]).strip()
@@ -1197,12 +1222,20 @@ def diagnose(lines, server_args=None):
     fatal = [m for m in matches if m['fatal']]
     if not fatal:
         block = last_traceback(lines)
-        if not block:
-            return None, None, None, []
-        return (UNCLASSIFIED,
-                'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
-                'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
-                block)
+        if block:
+            return (UNCLASSIFIED,
+                    'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
+                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
+                    block)
+        block = native_abort(lines)
+        if block:
+            return (UNCLASSIFIED,
+                    'the server aborted in native code, which matches no known signature: %s' % ' '.join(
+                        _strip_prefix(line).strip() for line in block),
+                    'Read the fatal lines (the C++ exception and its what() name the library); if this failure recurs, add its '
+                    'signature to sglang_signatures.py with a test.',
+                    block)
+        return None, None, None, []
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
     if all(m['id'] == _CONSEQUENCE for m in fatal):
         # a child's death is the consequence; the child's own exception, which no signature names, is the cause

@@ -370,9 +370,9 @@ def _bind_health_only(args, sim):
 def api_key_from_environment(args, environ):
     """The DDTree patch set's rule: without --api-key, SGLANG_API_KEY from the environment (so a
     unit can keep the key in a root-only EnvironmentFile instead of its command line).
-    SGLANG_SIM_STOCK_API_KEY=1 plays a build without the patch set: stock SGLang reads --api-key
+    SGLANG_SIM_STOCK_AUTH=1 plays a build without the patch set: stock SGLang reads --api-key
     only, so a key in the environment is ignored and the API serves anyone."""
-    if environ.get("SGLANG_SIM_STOCK_API_KEY", "").strip() == "1":
+    if environ.get("SGLANG_SIM_STOCK_AUTH", "").strip() == "1":
         return args
     if args.api_key is None:
         args.api_key = environ.get("SGLANG_API_KEY") or None
