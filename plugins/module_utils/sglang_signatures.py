@@ -804,10 +804,14 @@ _UNCLASSIFIED_TAIL = 25
 MAX_LINE_CHARS = 4096
 
 
+# Ray prefixes each line of an actor's output with "(ActorName pid=N[, ip=A]) " (SGLang run by verl, OpenRLHF, ...)
+_RAY_PREFIX = re.compile(r'^\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ')
+
+
 def _clipped(lines):
-    """Each line at most MAX_LINE_CHARS long, without the indent every non-blank line shares (a log pasted as an indented
-    block; a journal's lines share none)."""
-    lines = [line[:MAX_LINE_CHARS] for line in lines]
+    """Each line at most MAX_LINE_CHARS long, without Ray's actor prefix and without the indent every non-blank line shares
+    (a log pasted as an indented block; a journal's lines share none)."""
+    lines = [_RAY_PREFIX.sub('', line[:MAX_LINE_CHARS]) for line in lines]
     indents = [len(line) - len(line.lstrip(' ')) for line in lines if line.strip()]
     common = min(indents) if indents else 0
     return [line[common:] for line in lines] if common else lines
