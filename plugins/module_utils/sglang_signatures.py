@@ -1071,7 +1071,9 @@ _MAX_NOTABLE = 20
 
 def notable_lines(lines, server_args=None):
     """What a live server's journal holds that decides nothing: every warning-level line (rule 1) and every line of
-    evidence (rule 3), each once ({'line', 'class'}: class is a signature id, or None), at most _MAX_NOTABLE."""
+    evidence (rule 3), each once ({'line', 'class'}: class is a signature id, or None), at most _MAX_NOTABLE; each line as
+    the journal holds it (only clipped to MAX_LINE_CHARS)."""
+    journal = [line[:MAX_LINE_CHARS] for line in lines]
     lines = _clipped(lines)
     classes = {}
     for match in classify(lines, server_args):
@@ -1085,7 +1087,7 @@ def notable_lines(lines, server_args=None):
         if key in seen:
             continue
         seen.add(key)
-        notable.append({'line': line, 'class': classes.get(index)})
+        notable.append({'line': journal[index], 'class': classes.get(index)})
         if len(notable) >= _MAX_NOTABLE:
             break
     return notable
