@@ -765,27 +765,28 @@ _GOES_ON = re.compile(
     r'|\b(?:is|are) deprecated\b')
 
 
-def message_of(line):
-    """The message of a journal line without its log prefixes ("[date TP0]", "(pid=1)", "[rank0]:")."""
-    text = line
+def _prefixes(line):
+    """(the bracketed prefixes of a journal line, at most four: "[date TP0]", "(pid=1)", "[rank0]:"; its message)."""
+    text, brackets = line, []
     for _i in range(4):
         found = _PREFIX_GROUP.match(text)
         if not found or found.end() == 0:
             break
+        brackets.append(found.group('bracket') or '')
         text = text[found.end():]
-    return text
+    return brackets, text
+
+
+def message_of(line):
+    """The message of a journal line without its log prefixes ("[date TP0]", "(pid=1)", "[rank0]:")."""
+    return _prefixes(line)[1]
 
 
 def is_warning_level(line):
     """Whether a line is a warning by its level or by being one of the messages SGLang prints and goes on (rule 1)."""
-    text = line
-    for _i in range(4):
-        found = _PREFIX_GROUP.match(text)
-        if not found or found.end() == 0:
-            break
-        if _BRACKET_WARNING.match(found.group('bracket') or ''):
-            return True
-        text = text[found.end():]
+    brackets, text = _prefixes(line)
+    if any(_BRACKET_WARNING.match(bracket) for bracket in brackets):
+        return True
     return bool(_LEVEL_WARNING.match(text) or _PY_WARNING.search(text) or _GOES_ON.search(text))
 
 
