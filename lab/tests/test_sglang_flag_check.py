@@ -328,13 +328,15 @@ def test_sglang_the_simulator_and_preflight_refuse_the_same_envelopes(sglang_pyt
     assert len(problems) == (1 if refusal is not None else 0), problems
 
 
-def test_sglang_ddtree_without_its_drafter_starts_in_sglang_but_preflight_and_the_simulator_refuse_it(sglang_python):
+def test_sglang_ddtree_without_its_drafter_starts_in_sglang_but_preflight_and_the_simulator_refuse_it(patched):
     """The patched 0.5.23's hook checks only DFLASH, so the real parser accepts DDTREE without a drafter (the DFlash
     worker it runs would fail later, loading no drafter); preflight refuses it before the host changes, and the
     simulator refuses to start it with a line of its own."""
     env = parity_envelope({"speculative_algorithm": "DDTREE", "speculative_draft_model_path": None})
     argv = flags.sglang_argv(env) + ["--host", "127.0.0.1", "--port", "30000"]
-    assert check(sglang_python, argv, {}, compute_capability="9.0")["valid"] is True
+    python, patch_env = patched
+    answer = check(python, argv, patch_env, compute_capability="9.0")
+    assert answer["valid"] is True, answer
     args = sim_parser().parse_args(argv)
     assert sim_startup.simulated_refusal(args) == (
         "SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path "
@@ -346,4 +348,3 @@ def test_sglang_ddtree_without_its_drafter_starts_in_sglang_but_preflight_and_th
     assert len(problems) == 1 and "speculative_algorithm DDTREE without speculative_draft_model_path" in problems[0]
     # with its drafter the simulator starts it
     assert sim_startup.simulated_refusal(sim_parser().parse_args(flags.sglang_argv(parity_envelope({"speculative_algorithm": "DDTREE"})))) is None
-

@@ -15,8 +15,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (is_loopback, parse_booleans, root_dir_problem, root_owned_problems,
-                                                                       unit_value_problems)
+from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
+    is_loopback, parse_booleans, root_dir_problem, root_owned_problems, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec, worst_case_s

@@ -25,7 +25,7 @@ description:
   - C(state=absent) removes the unfinished or failed release I(release); it refuses the current one
     and referenced ones.
   - A directory under C(<root>/releases) is a release only when it carries the collection's marks, the manifest or
-    the C(ddtree-requirements) directory the build creates with the release directory: an operator's directory with a
+    the C(ddtree-requirements) directory the build creates with the release directory. An operator's directory with a
     hex name is never listed, pruned or removed.
 author:
   - ddtree.sglang maintainers (@ddtree)

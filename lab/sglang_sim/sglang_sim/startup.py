@@ -90,4 +90,3 @@ def simulated_refusal(args):
         return ("SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path "
                 "(DDTree drafts with the DFlash drafter); not starting")
     return None
-

@@ -416,7 +416,9 @@ def test_the_safety_timer_margin_counts_the_gate_longest_run():
         '(1325.0 s; default sglang_service_verdict_timeout + 300 + the gate\'s longest run), a whole number of seconds, '
         'or the host would restore the old unit while the verdict or the gate still runs; got 1325.')
     # "false" from INI :vars is off: no gate in the margin
-    assert problems(**dict(gate, sglang_service_gate='false', sglang_service_safety_timer_s=1026)) == []
+    gate_off = dict(gate)
+    gate_off.update(sglang_service_gate='false', sglang_service_safety_timer_s=1026)
+    assert problems(**gate_off) == []
 
 
 def _paths(**loose):

@@ -134,4 +134,3 @@ def test_a_hex_named_directory_without_the_collection_marks_is_never_touched(tmp
         '%s is not a release of this collection (neither ddtree-release.json nor ddtree-requirements/ in it): refusing to '
         'remove it; move it out of %s/releases' % (operator, tmp_path))
     assert (operator / 'data.bin').exists()
-

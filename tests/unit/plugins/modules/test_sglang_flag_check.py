@@ -409,4 +409,3 @@ def test_module_keeps_the_units_pythonpath_out_of_roots_probe(fake_sglang):
     with pytest.raises(FailJson) as e:
         _module(args)
     assert "cannot import sglang.srt.server_args: ModuleNotFoundError" in e.value.args[0]['msg']
-
