@@ -57,11 +57,11 @@ stage_molecule_ladder() { wheelhouse && molecule test -s ladder ; }
 stage_molecule_bad_input() { wheelhouse && molecule test -s bad_input ; }
 stage_molecule_fleet() { wheelhouse && molecule test -s fleet ; }
 stage_molecule_zero_downtime() { wheelhouse && molecule test -s zero_downtime ; }
-# The same scenario in two stages, as make test runs it: its hosts deployed, the router set up and its
-# checks that time nothing (the side effect), then verify, whose load phase compares latencies, and the destroy.
-stage_molecule_zero_downtime_hosts() {
-  wheelhouse && molecule destroy -s zero_downtime && molecule converge -s zero_downtime && molecule side-effect -s zero_downtime
-}
+# The same scenario in two stages, as make test runs it: its hosts deployed and the router set up
+# (nothing timed), then verify, whose load phase compares latencies, and the destroy. (The router's
+# untimed checks stay in verify: run as a side effect beside molecule_default they took 180 s of
+# lane 2 and saved the last stage 5 s, measured on 8ded836.)
+stage_molecule_zero_downtime_hosts() { wheelhouse && molecule destroy -s zero_downtime && molecule converge -s zero_downtime ; }
 stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc=$?; molecule destroy -s zero_downtime; return $rc ; }
 
 # ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes.
