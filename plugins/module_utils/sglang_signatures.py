@@ -411,6 +411,9 @@ SIGNATURES = (
             r'^Ava(?:li|il)able tokens: (?P<available>\d+)',  # "Avaliable" in 0.4.x
             {'re': r'alloc_req_slots runs out of memory',
              'source': 'sgl-project/sglang python/sglang/srt/managers/schedule_batch.py::ScheduleBatch.alloc_req_slots'},
+            # retraction left one request and the pool has no token for it (an assertion, so the scheduler dies)
+            {'re': r'No space left for only one request',
+             'source': 'sgl-project/sglang python/sglang/srt/managers/schedule_batch.py::ScheduleBatch.retract_decode'},
             # a warning ("Decode out of memory happened." before 0.5): SGLang retracts requests and re-queues them, the
             # server goes on
             {'re': r'(?:Decode out of memory happened|KV cache pool is full\. Retract requests)\. #retracted_reqs: (?P<retracted>\d+)',
@@ -499,9 +502,11 @@ SIGNATURES = (
         # attention or speculative-decoding path (sgl-project/sglang#5029 shows it during graph capture), or a
         # peer-to-peer fault between GPUs
         'patterns': (
-            {'re': r'CUDA [Ee]rror: (?P<error>an illegal memory access was encountered|an illegal instruction was encountered|'
-                   r'misaligned address|unspecified launch failure|device-side assert triggered|'
-                   r'Invalid access of peer GPU memory over nvlink or a hardware error)',
+            # Triton's launcher words the driver API's same errors "Triton Error [CUDA]: <cuGetErrorString>"
+            # (triton-lang/triton third_party/nvidia/backend/driver.c::gpuAssert)
+            {'re': r'(?:CUDA [Ee]rror|Triton Error \[CUDA\]): (?P<error>an illegal memory access was encountered|'
+                   r'an illegal instruction was encountered|misaligned address|unspecified launch failure|'
+                   r'device-side assert triggered|Invalid access of peer GPU memory over nvlink or a hardware error)',
              'source': 'CUDA runtime cudaGetErrorString of cudaErrorIllegalAddress, cudaErrorIllegalInstruction, '
                        'cudaErrorMisalignedAddress, cudaErrorLaunchFailure, cudaErrorAssert and cudaErrorContained'},
             {'re': r'cudaErrorIllegalAddress', 'source': 'CUDA runtime error enum cudaErrorIllegalAddress, by name (flashinfer)'},
@@ -1228,7 +1233,8 @@ def diagnose(lines, server_args=None):
     matches = classify(lines, server_args)
     fatal = [m for m in matches if m['fatal']]
     if not fatal:
-        block = last_traceback(lines)
+        # a paste (or a journal cut) may have lost the "Traceback" line: the frames above the exception stand in
+        block = last_traceback(lines) or _cause_traceback(lines, set(), len(lines) - 1)
         if block:
             return (UNCLASSIFIED,
                     'the server printed a traceback that matches no known signature: %s' % _exception_of(block),

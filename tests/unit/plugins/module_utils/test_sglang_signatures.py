@@ -248,6 +248,19 @@ def test_unknown_traceback_is_unclassified_and_kept():
     assert fatal_lines[-1] == 'AssertionError: ddtree budget must be positive'
 
 
+def test_unknown_traceback_without_its_traceback_line_is_unclassified():
+    # a paste (or a cut journal) that lost the "Traceback" line: the frames above the exception stand in for it
+    lines = START + [
+        'File "/root/ml-env/lib/python3.11/site-packages/sglang/srt/speculative/ddtree_worker.py", line 88, in build_tree',
+        '    assert budget > 0',
+        'AssertionError: ddtree budget must be positive',
+        '[detail] a continuation line',
+    ]
+    cause, diagnosis, _advice, fatal_lines = sig.diagnose(lines)
+    assert (cause, fatal_lines) == (sig.UNCLASSIFIED, lines[-4:-1])
+    assert diagnosis.endswith('no known signature: AssertionError: ddtree budget must be positive')
+
+
 def test_long_unclassified_traceback_is_trimmed_but_keeps_its_ends():
     lines = ['Traceback (most recent call last):'] + ['  File "x.py", line %d, in f' % i for i in range(100)] + ['ValueError: boom']
     block = sig.last_traceback(lines)
