@@ -56,6 +56,7 @@ stage_molecule_hardening() { wheelhouse && molecule test -s hardening ; }
 stage_molecule_ladder() { wheelhouse && molecule test -s ladder ; }
 stage_molecule_bad_input() { wheelhouse && molecule test -s bad_input ; }
 stage_molecule_fleet() { wheelhouse && molecule test -s fleet ; }
+stage_molecule_safety_net() { wheelhouse && molecule test -s safety_net ; }
 stage_molecule_zero_downtime() { wheelhouse && molecule test -s zero_downtime ; }
 # The same scenario in two stages, as make test runs it: its hosts deployed and the router set up
 # (nothing timed), then verify, whose load phase compares latencies, and the destroy. (The router's
@@ -66,13 +67,15 @@ stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc
 
 # ladder runs by name only (scripts/test.sh molecule_ladder): with it the list outgrows CI's 90 minutes.
 # A+B runs A and B at the same time, A,B one after the other inside such a lane; each lane prints
-# its stages' output when they end. Lanes beside a molecule scenario: its lab hosts wait far more
-# than they use the 2 CPUs. Default (about 28 minutes) builds the wheelhouse first; beside it go
-# the checks without lab hosts (while the wheelhouse builds), then lab_units, hardening, bad_input,
-# fleet and zero_downtime's hosts, which assert nothing about time (default's time bounds, the
-# verdict within 5 s of the fatal line and the safety timer's windows, have seconds to spare);
-# zero_downtime's load phase compares latencies: it runs alone.
-STAGES=("molecule_default+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_hardening,molecule_bad_input,molecule_fleet,molecule_zero_downtime_hosts"
+# its stages' output when they end. The machine (2 CPUs) is busy while full releases are built and the
+# bad-input matrix runs, and idle while safety timers and verdicts wait: so three lanes, the waiting kind
+# beside the building kind. Lane 1: default, which builds the wheelhouse first (the other lanes' lab stages
+# wait for it under its lock), then hardening. Lane 2: the checks without lab hosts (while the wheelhouse
+# builds), lab_units, bad_input, fleet. Lane 3: safety_net (about nine minutes of timer windows), then
+# zero_downtime's hosts. None of them times anything the load on the others could upset (default's and
+# safety_net's bounds, the verdict within 5 s of the fatal line and the timer's windows, have seconds
+# to spare); zero_downtime's load phase compares latencies: it runs alone.
+STAGES=("molecule_default,molecule_hardening+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts"
         molecule_zero_downtime_load)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
