@@ -41,7 +41,8 @@ _PHASE_MARKERS = (
     (re.compile(r'Memory pool end\b'), 'pools_sized'),
     # older builds: "Capture cuda graph begin."; 0.5.23 names the graph: "Capture target decode CUDA graph
     # begin." (model_runner_components/cuda_graph_setup.py), then prefill / draft captures follow in turn
-    (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph begin\b', re.IGNORECASE), 'capturing_cuda_graph'),
+    # on Ascend the graph runner says "Capture npu graph begin."
+    (re.compile(r'Capture (?:[\w-]+ ){0,3}(?:cuda|npu) graph begin\b', re.IGNORECASE), 'capturing_cuda_graph'),
     # the failure line itself says where it was: a log that starts at it (no begin line) was capturing
     (re.compile(r'Capture (?:[\w-]+ ){0,3}cuda graph failed\b', re.IGNORECASE), 'capturing_cuda_graph'),
     # after capture the server still has to start its tokenizer manager and bind the port
@@ -482,6 +483,9 @@ SIGNATURES = (
             {'re': r'(?P<evidence>oom-kill:constraint=)', 'source': 'torvalds/linux mm/oom_kill.c::dump_oom_summary'},
             {'re': r'(?P<evidence>killed as a result of limit of) ',
              'source': 'torvalds/linux mm/memcontrol.c::mem_cgroup_print_oom_context (cgroup v1)'},
+            # a child refused memory before the killer came: ENOMEM as CPython's OSError words it
+            {'re': r'OSError: (?P<evidence>\[Errno 12\] Cannot allocate memory)',
+             'source': 'the C library\'s strerror(ENOMEM) in CPython\'s OSError (Objects/exceptions.c::OSError_str)'},
             # bash's job status, docker's exit code 137 and Ray's actor-death message are not matched: no journal of a
             # systemd unit holds them (the unit's own journal has systemd's line above)
         ),
@@ -510,6 +514,9 @@ SIGNATURES = (
              'source': 'CUDA runtime cudaGetErrorString of cudaErrorIllegalAddress, cudaErrorIllegalInstruction, '
                        'cudaErrorMisalignedAddress, cudaErrorLaunchFailure, cudaErrorAssert and cudaErrorContained'},
             {'re': r'cudaErrorIllegalAddress', 'source': 'CUDA runtime error enum cudaErrorIllegalAddress, by name (flashinfer)'},
+            # the same fault on AMD GPUs, as the ROCm runtime aborts the queue
+            {'re': r'(?P<error>HSA_STATUS_ERROR_EXCEPTION): An HSAIL operation resulted in a hardware exception',
+             'source': 'ROCm ROCR-Runtime hsa_status_string(HSA_STATUS_ERROR_EXCEPTION)'},
         ),
         'phase': 'ready',
         'fatal': True,

@@ -74,7 +74,8 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', '
 FLOOR_UNREACHABLE = {
     'cuda_oom_graph_capture': 'two of three records lost their OOM line to the cut',
     'cuda_oom_sizing_pools': 'one record lost its OOM line to the cut, and torch_memory_saver\'s is ruled out',
-    'host_oom_killed': 'two of four records show the kill only in docker\'s or Ray\'s words, which no unit journal holds',
+    'cuda_oom_serving': 'one of three records is ruled out: a harness kept the engine\'s last five lines, without a phase line',
+    'host_oom_killed': 'two of six records show the kill only in docker\'s or Ray\'s words, which no unit journal holds',
     'startup_check_refused': 'one of two records is ruled out: only its exception line survives, without traceback or death line',
 }
 
