@@ -157,6 +157,9 @@ SIGNATURES = (
             # huggingface/transformers src/transformers/utils/hub.py::cached_file (hub unreachable, nothing cached)
             {'re': r"We couldn't connect to '(?P<url>[^']+)' to load this file",
              'source': 'huggingface/transformers src/transformers/utils/hub.py::cached_file (Hub unreachable, nothing cached)'},
+            # SGLang's own lookup of a model that is neither local nor downloadable (sglang serve / generate)
+            {'re': r'Could not find model locally at (?P<url>\S+) and failed to download',
+             'source': 'sgl-project/sglang python/sglang/cli/utils.py::_maybe_download_model'},
         ),
         'phase': 'starting',
         'fatal': True,
