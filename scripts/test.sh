@@ -70,12 +70,13 @@ stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc
 # its stages' output when they end. The machine (2 CPUs) is busy while full releases are built and the
 # bad-input matrix runs, and idle while safety timers and verdicts wait: so three lanes, the waiting kind
 # beside the building kind. Lane 1: default, which builds the wheelhouse first (the other lanes' lab stages
-# wait for it under its lock), then hardening. Lane 2: the checks without lab hosts (while the wheelhouse
-# builds), lab_units, bad_input, fleet. Lane 3: safety_net (about nine minutes of timer windows), then
-# zero_downtime's hosts. None of them times anything the load on the others could upset (default's and
+# wait for it under its lock). Lane 2: the checks without lab hosts (while the wheelhouse builds),
+# lab_units, bad_input, fleet. Lane 3: safety_net (about nine minutes of timer windows), zero_downtime's
+# hosts, hardening: the three end within minutes of each other (docs/testing.md, stage times).
+# None of them times anything the load on the others could upset (default's and
 # safety_net's bounds, the verdict within 5 s of the fatal line and the timer's windows, have seconds
 # to spare); zero_downtime's load phase compares latencies: it runs alone.
-STAGES=("molecule_default,molecule_hardening+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts"
+STAGES=("molecule_default+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts,molecule_hardening"
         molecule_zero_downtime_load)
 [ $# -gt 0 ] && STAGES=("$@")
 passed=0; failed=0; failed_names=()
