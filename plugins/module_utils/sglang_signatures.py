@@ -1146,7 +1146,8 @@ def _is_filler(line):
 def last_traceback(lines):
     """The last traceback in ``lines`` (at most its last lines), or [] when there is none.
 
-    It ends at its exception line; caret and blank lines are never its last line.
+    It ends at its exception line; caret and blank lines are never its last line. Without a "Traceback" line,
+    the frames above the last exception line are the traceback.
     """
     lines = _clipped(lines)
     start = None
@@ -1155,7 +1156,8 @@ def last_traceback(lines):
             start = i
             break
     if start is None:
-        return []
+        # a paste (or a journal cut) may have lost the "Traceback" line: the frames above the exception stand in
+        return _cause_traceback(lines, set(), len(lines) - 1)
     end = len(lines) - 1
     for i in range(start + 1, len(lines)):
         if _EXCEPTION_LINE.match(lines[i]):
@@ -1243,8 +1245,7 @@ def diagnose(lines, server_args=None):
     matches = classify(lines, server_args)
     fatal = [m for m in matches if m['fatal']]
     if not fatal:
-        # a paste (or a journal cut) may have lost the "Traceback" line: the frames above the exception stand in
-        block = last_traceback(lines) or _cause_traceback(lines, set(), len(lines) - 1)
+        block = last_traceback(lines)
         if block:
             return (UNCLASSIFIED,
                     'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
