@@ -511,7 +511,9 @@ SIGNATURES = (
         'patterns': (
             # Triton's launcher words the driver API's same errors "Triton Error [CUDA]: <cuGetErrorString>"
             # (triton-lang/triton third_party/nvidia/backend/driver.c::gpuAssert)
-            {'re': r'(?:CUDA [Ee]rror|Triton Error \[CUDA\]): (?P<error>an illegal memory access was encountered|'
+            # FlashMLA's CHECK_CUDA names the file and line between: "CUDA error (csrc/...cu:589): <cudaGetErrorString>"
+            # (deepseek-ai/FlashMLA csrc/utils.h::CHECK_CUDA, built into sgl-kernel)
+            {'re': r'(?:CUDA [Ee]rror(?: \([^)]*\))?|Triton Error \[CUDA\]): (?P<error>an illegal memory access was encountered|'
                    r'an illegal instruction was encountered|misaligned address|unspecified launch failure|'
                    r'device-side assert triggered|Invalid access of peer GPU memory over nvlink or a hardware error)',
              'source': 'CUDA runtime cudaGetErrorString of cudaErrorIllegalAddress, cudaErrorIllegalInstruction, '
@@ -561,7 +563,10 @@ SIGNATURES = (
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/socket.cpp::SocketConnectOp'},
             {'re': r'Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined',
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/TCPStore.cpp (the server waiting for its clients)'},
-            r'torch\.distributed\.(?:DistStoreError|DistNetworkError)',
+            # the store's errors name the timeout only in their words; any other is a failed rendezvous (nccl_distributed_init)
+            {'re': r'torch\.distributed\.(?:DistStoreError|DistNetworkError): .*(?:timed out|[Tt]imeout)',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/exception.h (DistStoreError, DistNetworkError) with the '
+                       'timeout words of TCPStore.cpp and socket.cpp'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -586,6 +591,12 @@ SIGNATURES = (
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (WorkNCCL timeout what())'},
             {'re': r'torch\.distributed\.DistBackendError',
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/exception.h (DistBackendError, raised by ProcessGroupNCCL)'},
+            # the c10d store's other failures: a peer that closed the socket ("failed to recv, got 0 bytes"), a store that
+            # answered a ping with another nonce (two jobs on one --dist-init-addr port)
+            {'re': r'torch\.distributed\.(?:DistStoreError|DistNetworkError)(?!: .*(?:timed out|[Tt]imeout))',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/exception.h (DistStoreError, DistNetworkError)'},
+            {'re': r'Ping failed, invalid nonce returned',
+             'source': 'pytorch/pytorch torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient ping, TORCH_CHECK on the nonce)'},
             # bootstrap cannot reach a peer (a warning-level line: it names the peer for the advice of a later error)
             {'re': r'NCCL WARN \w+: Connect to (?P<peer>\S+) failed',
              'source': 'NVIDIA/nccl src/misc/socket.cc::socketStartConnect / socketPollConnect'},
@@ -820,14 +831,21 @@ _UNCLASSIFIED_TAIL = 25
 MAX_LINE_CHARS = 4096
 
 
-# Ray prefixes each line of an actor's output with "(ActorName pid=N[, ip=A]) " (SGLang run by verl, OpenRLHF, ...)
+# Ray prefixes each line of an actor's output with "(ActorName pid=N[, ip=A]) " (SGLang run by verl, OpenRLHF, ...),
+# coloured on a terminal (ray-project/ray python/ray/_private/worker.py::print_worker_logs, colorama)
 _RAY_PREFIX = re.compile(r'^\([\w.:-]+ pid=\d+(?:, ip=[\w.:-]+)?\) ')
+# terminal colours (SGR escape sequences): Ray's prefix, uvicorn's and loguru's levels on a terminal
+_ANSI_SGR = re.compile(r'\x1b\[[0-9;]*m')
+# `docker logs --timestamps` and `kubectl logs --timestamps` put an RFC 3339 time (nanoseconds, UTC) and a space before
+# each line (moby/moby daemon/logger: jsonfilelog's time as time.RFC3339Nano); a unit's journal keeps its time apart
+_RUNTIME_TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ')
 
 
 def _clipped(lines):
-    """Each line at most MAX_LINE_CHARS long, without Ray's actor prefix and without the indent every non-blank line shares
-    (a log pasted as an indented block; a journal's lines share none)."""
-    lines = [_RAY_PREFIX.sub('', line[:MAX_LINE_CHARS]) for line in lines]
+    """Each line at most MAX_LINE_CHARS long, without terminal colours, a container runtime's timestamp or Ray's actor
+    prefix, and without the indent every non-blank line shares (a log pasted as an indented block; a journal's lines share
+    none)."""
+    lines = [_RAY_PREFIX.sub('', _RUNTIME_TIMESTAMP.sub('', _ANSI_SGR.sub('', line[:MAX_LINE_CHARS]))) for line in lines]
     indents = [len(line) - len(line.lstrip(' ')) for line in lines if line.strip()]
     common = min(indents) if indents else 0
     return [line[common:] for line in lines] if common else lines
