@@ -699,6 +699,9 @@ SIGNATURES = (
         ),
         'phase': 'starting',
         'fatal': True,
+        # a check refuses with ValueError, AssertionError or NotImplementedError (its reason): another exception under a
+        # check's frame comes from what the check imported or called (a library that failed to import), not from the check
+        'requires': ('reason',),
         'priority': 30,  # below every specific cause: the frames of a model load pass model_config.py too
         'diagnosis': 'SGLang refused its flags at start-up in {func} (sglang/srt/{file}:{line}): {reason}',
         'advice': 'SGLang says: {reason} Change what it names in the host group\'s sglang_service_envelope (or the unit\'s '
@@ -1250,6 +1253,13 @@ def _exception_of(block):
     return '%s (no exception line follows the traceback)' % last
 
 
+def _has_required(match, matches):
+    """Whether the lines give what the match's entry requires (its 'requires': named groups some match of it filled)."""
+    required = _BY_ID[match['id']].get('requires', ())
+    found = set(name for other in matches if other['id'] == match['id'] for name in other['groups'])
+    return all(name in found for name in required)
+
+
 def diagnose(lines, server_args=None):
     """Pick the cause of a failure from journal lines.
 
@@ -1261,7 +1271,7 @@ def diagnose(lines, server_args=None):
     """
     lines = _clipped(lines)
     matches = classify(lines, server_args)
-    fatal = [m for m in matches if m['fatal']]
+    fatal = [m for m in matches if m['fatal'] and _has_required(m, matches)]
     if not fatal:
         block = last_traceback(lines)
         if block:
