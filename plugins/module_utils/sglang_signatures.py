@@ -160,6 +160,10 @@ SIGNATURES = (
             # SGLang's own lookup of a model that is neither local nor downloadable (sglang serve / generate)
             {'re': r'Could not find model locally at (?P<url>\S+) and failed to download',
              'source': 'sgl-project/sglang python/sglang/cli/utils.py::_maybe_download_model'},
+            # HF_HUB_OFFLINE=1 and a file the cache does not hold: the Hub is not even asked
+            {'re': r'OfflineModeIsEnabled(?:: Cannot reach (?P<url>\S+?):)?',
+             'source': 'huggingface/huggingface_hub src/huggingface_hub/errors.py (OfflineModeIsEnabled, raised by '
+                       'utils/_http.py when HF_HUB_OFFLINE is set)'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -212,6 +216,10 @@ SIGNATURES = (
             # traceback's source line above the KeyError of a model_type this transformers does not know (newer builds
             # re-raise it as the "has model type" ValueError above)
             r'CONFIG_MAPPING\[config_dict\["model_type"\]\]',
+            # a config class without an attribute SGLang's model code reads (a model type this SGLang does not support as
+            # configured): Python's AttributeError through PretrainedConfig.__getattribute__
+            {'re': r"AttributeError: '(?P<model_type>\w+Config)' object has no attribute '\w+'",
+             'source': 'huggingface/transformers src/transformers/configuration_utils.py::PretrainedConfig.__getattribute__'},
         ),
         'phase': 'starting',
         'fatal': True,
@@ -597,6 +605,9 @@ SIGNATURES = (
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/exception.h (DistStoreError, DistNetworkError)'},
             {'re': r'Ping failed, invalid nonce returned',
              'source': 'pytorch/pytorch torch/csrc/distributed/c10d/TCPStore.cpp (TCPClient ping, TORCH_CHECK on the nonce)'},
+            # the CPU process group (gloo) of the same ranks: a peer's socket read or write failed (timed out, reset)
+            {'re': r'gloo/transport/tcp/pair\.cc:\d+\] (?:Read|Write) error',
+             'source': 'pytorch/gloo gloo/transport/tcp/pair.cc (Pair::read, Pair::write: signalException)'},
             # bootstrap cannot reach a peer (a warning-level line: it names the peer for the advice of a later error)
             {'re': r'NCCL WARN \w+: Connect to (?P<peer>\S+) failed',
              'source': 'NVIDIA/nccl src/misc/socket.cc::socketStartConnect / socketPollConnect'},
