@@ -182,6 +182,10 @@ SIGNATURES = (
             r'no kernel image is available for execution on the device',
             {'re': r'CUDA error: no kernel image',
              'source': 'pytorch/pytorch c10/cuda/CUDAException.h (C10_CUDA_CHECK): cudaErrorNoKernelImageForDevice'},
+            # the kernel's code object has no build for this GPU's architecture (ROCm's word for the same, and CUDA's)
+            {'re': r'(?:CUDA|HIP) error: invalid device function',
+             'source': 'CUDA runtime cudaGetErrorString(cudaErrorInvalidDeviceFunction), HIP hipGetErrorString('
+                       'hipErrorInvalidDeviceFunction), as torch\'s C10_CUDA_CHECK prints them'},
             # ROCm's kernel library has no build for this GPU (the same fault on AMD: kernels missing for the arch)
             {'re': r'Unknown GPU architecture: (?P<symbol>gfx\w+)', 'source': 'ROCm/aiter aiter/jit/utils/chip_info.py::get_gfx_custom_op_core'},
             # the dynamic loader's error (dlopen) as Python's ImportError prints it: a CUDA library of the major version
@@ -351,7 +355,8 @@ SIGNATURES = (
                    r'(?:\. Raise --mem-fraction-static above (?P<mem_fraction_static_up>[0-9.]+))?',
              'source': 'sgl-project/sglang python/sglang/srt KV-cache sizing after the weights load (rest_memory <= 0), '
                        'the newer wording of the message below'},
-            r'Not enough memory\. Please try to increase --mem-fraction-static\.'
+            # (SGLang before 0.2 spelt it "Not enought memory": python/sglang/srt/managers/router/model_runner.py)
+            r'Not enought? memory\. Please try to increase --mem-fraction-static\.'
             r'(?: Current value: (?:\w+\.)*mem_fraction_static=(?P<mem_fraction_static>[0-9.]+))?',
         ),
         'phase': 'sizing_pools',
@@ -446,7 +451,18 @@ SIGNATURES = (
         'id': 'triton_error',
         # older Triton raised OutOfResources as triton.runtime.autotuner.OutOfResources (InternLM/lmdeploy#2451);
         # a kernel that does not compile for this Triton raises triton/compiler/errors.py::CompilationError
-        'patterns': (r'triton\.(?:runtime\.(?:errors|autotuner)|compiler\.errors)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',),
+        'patterns': (
+            r'triton\.(?:runtime\.(?:errors|autotuner)|compiler\.errors)\.(?P<triton_error>\w+)(?::\s*(?P<detail>.*))?',
+            # the same exception re-raised by torch inductor, which names its class without the module
+            {'re': r'(?P<triton_error>OutOfResources): out of resource: (?P<detail>.+)',
+             'source': 'triton-lang/triton python/triton/runtime/errors.py::OutOfResources ("out of resource: {name}, '
+                       'Required: ..., Hardware limit: ...")'},
+            # the MLIR pipeline of a kernel that does not lower for this GPU
+            {'re': r'PassManager::run failed', 'source': 'triton-lang/triton python/src/ir.cc (PassManager.run)'},
+            # ROCm's launcher refuses the launch (the CUDA launcher's errors are cuda_illegal_memory_access's)
+            {'re': r'Triton Error \[HIP\]: +Code: \d+, Messs?age: (?P<detail>.+)',
+             'source': 'triton-lang/triton third_party/amd/backend/driver.c::hipAssert'},
+        ),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
         'priority': 70,
@@ -472,6 +488,9 @@ SIGNATURES = (
             # SGLang's jit_kernel builds through tvm-ffi
             {'re': r'(?P<tool>ninja) exited with status (?P<status>\d+)', 'source': 'apache/tvm-ffi python/tvm_ffi/cpp/extension.py::build_ninja'},
             {'re': r'^ninja: build stopped: subcommand failed', 'source': "ninja-build/ninja src/build.cc (a failed build's last line)"},
+            # Triton compiles its driver's C stub with the host's compiler on first use (no gcc, no Python headers)
+            {'re': r'triton/runtime/build\.py", line \d+, in _build\b',
+             'source': 'triton-lang/triton python/triton/runtime/build.py::_build'},
         ),
         'phase': 'capturing_cuda_graph',
         'fatal': True,
@@ -523,9 +542,15 @@ SIGNATURES = (
             # (deepseek-ai/FlashMLA csrc/utils.h::CHECK_CUDA, built into sgl-kernel)
             {'re': r'(?:CUDA [Ee]rror(?: \([^)]*\))?|Triton Error \[CUDA\]): (?P<error>an illegal memory access was encountered|'
                    r'an illegal instruction was encountered|misaligned address|unspecified launch failure|'
-                   r'device-side assert triggered|Invalid access of peer GPU memory over nvlink or a hardware error)',
+                   r'device-side assert triggered|Invalid access of peer GPU memory over nvlink or a hardware error|'
+                   r'uncorrectable ECC error encountered)',
              'source': 'CUDA runtime cudaGetErrorString of cudaErrorIllegalAddress, cudaErrorIllegalInstruction, '
-                       'cudaErrorMisalignedAddress, cudaErrorLaunchFailure, cudaErrorAssert and cudaErrorContained'},
+                       'cudaErrorMisalignedAddress, cudaErrorLaunchFailure, cudaErrorAssert, cudaErrorContained and '
+                       'cudaErrorECCUncorrectable'},
+            # the custom all-reduce's own check prints the same strings: "Failed: Cuda error <file>:<line> '<error>'"
+            {'re': r"Failed: Cuda error \S+:\d+ '(?P<error>an illegal memory access was encountered|an illegal instruction was "
+                   r"encountered|unspecified launch failure|uncorrectable ECC error encountered)'",
+             'source': 'sgl-project/sglang sgl-kernel/csrc/allreduce/custom_all_reduce.cuh (CUDACHECK)'},
             {'re': r'cudaErrorIllegalAddress', 'source': 'CUDA runtime error enum cudaErrorIllegalAddress, by name (flashinfer)'},
             # the same fault on AMD GPUs, as the ROCm runtime aborts the queue
             {'re': r'(?P<error>HSA_STATUS_ERROR_EXCEPTION): An HSAIL operation resulted in a hardware exception',
@@ -853,13 +878,17 @@ _ANSI_SGR = re.compile(r'\x1b\[[0-9;]*m')
 # `docker logs --timestamps` and `kubectl logs --timestamps` put an RFC 3339 time (nanoseconds, UTC) and a space before
 # each line (moby/moby daemon/logger: jsonfilelog's time as time.RFC3339Nano); a unit's journal keeps its time apart
 _RUNTIME_TIMESTAMP = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ')
+# `docker compose up` and `docker compose logs` put the service's name, padded, and "| " before each line
+# (docker/compose pkg/formatter/logs.go, LogConsumer)
+_COMPOSE_PREFIX = re.compile(r'^[\w.-]+ *\| ')
 
 
 def _clipped(lines):
     """Each line at most MAX_LINE_CHARS long, without terminal colours, a container runtime's timestamp or Ray's actor
     prefix, and without the indent every non-blank line shares (a log pasted as an indented block; a journal's lines share
     none)."""
-    lines = [_RAY_PREFIX.sub('', _RUNTIME_TIMESTAMP.sub('', _ANSI_SGR.sub('', line[:MAX_LINE_CHARS]))) for line in lines]
+    lines = [_RAY_PREFIX.sub('', _RUNTIME_TIMESTAMP.sub('', _COMPOSE_PREFIX.sub('', _ANSI_SGR.sub('', line[:MAX_LINE_CHARS]))))
+             for line in lines]
     indents = [len(line) - len(line.lstrip(' ')) for line in lines if line.strip()]
     common = min(indents) if indents else 0
     return [line[common:] for line in lines] if common else lines
@@ -1240,10 +1269,13 @@ def _cause_traceback(lines, matched, last):
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '[^']+'")
 _WHAT = re.compile(r'^\s*what\(\):\s')
 _FATAL_PYTHON = re.compile(r'^Fatal Python error: \w+')
+# a fatal signal as CPython's faulthandler names it (Python/faulthandler.c, faulthandler_fatal_error): the process is gone
+_FATAL_SIGNAL = re.compile(r'^Fatal Python error: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|Aborted)$')
 
 
 def native_abort(lines):
-    """The last native abort's lines (the terminate line, its what(), CPython's "Fatal Python error"), [] when none."""
+    """The last native abort's lines (the terminate line, its what(), CPython's "Fatal Python error"), else the last fatal
+    signal faulthandler named (a segmentation fault), [] when none."""
     for index in range(len(lines) - 1, -1, -1):
         if _TERMINATE.search(lines[index]):
             block = [lines[index]]
@@ -1253,6 +1285,9 @@ def native_abort(lines):
                 elif line.strip():
                     break
             return block
+    for index in range(len(lines) - 1, -1, -1):
+        if _FATAL_SIGNAL.match(_strip_prefix(lines[index]).strip()):
+            return [lines[index]]
     return []
 
 
