@@ -746,3 +746,37 @@ def test_a_client_that_hangs_up_after_done_is_no_error(in_process, capsys):
     time.sleep(0.3)
     assert received.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n") and b"transfer-encoding: chunked" in received.lower()
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_text_and_noise_are_simulated_as_documented():
+    prose = ("Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: "
+             "once or twice she had peeped into the book her sister was reading")
+    words = " ".join(["alpha", "river", "stone", "cloud", "green"] * 6)
+    assert throughput.text_factor(prose) == pytest.approx(1.15)
+    assert throughput.text_factor(words) == pytest.approx(0.85)
+    assert throughput.text_factor("The capital of France is") == 1.0  # too short to tell
+    # the text moves a speculative algorithm's tokens a step, not plain decoding's
+    assert throughput.rate(2, "DFLASH", None, "8.6", text=1.15).accept_length == pytest.approx(3.45)
+    assert throughput.rate(2, None, None, "8.6", text=1.15).accept_length == 1.0
+    assert throughput.rate(2, "DFLASH", None, "8.6", speed=0.9).tokens_per_s == pytest.approx(100 / 0.96 * 0.9)
+
+
+def test_the_noise_knobs_are_checked(sim_env):
+    env, models = sim_env
+    done = run_to_exit(dict(env, SGLANG_SIM_NOISE_PROCESS="0.7"), argv(models, free_port(), *HEALTHY))
+    assert done.returncode == 2
+    assert done.stderr == "sglang_sim: SGLANG_SIM_NOISE_PROCESS, SGLANG_SIM_NOISE_REQUEST=('0.7', '0.02') are not spreads in [0, 0.5]\n"
+
+
+def test_each_process_draws_its_own_speed_and_each_request_its_own(in_process):
+    from sglang_sim.http_api import SimState  # pylint: disable=import-outside-toplevel
+    args = build_parser().parse_args(["--model-path", "/models/target", "--tp-size", "2", "--speculative-algorithm", "DDTREE"])
+    sims = [SimState(args, {}, 32768, "none", 1.0, compute_cap="8.6", noise=(0.05, 0.0)) for _index in range(20)]
+    speeds = [sim.process_speed for sim in sims]
+    assert len(set(speeds)) == 20 and 0.7 < min(speeds) and max(speeds) < 1.3
+    quiet = SimState(args, {}, 32768, "none", 1.0, compute_cap="8.6")
+    assert quiet.process_speed == 1.0 and quiet.rate().tokens_per_s == pytest.approx(100.0)
+    noisy = SimState(args, {}, 32768, "none", 1.0, compute_cap="8.6", noise=(0.0, 0.05))
+    rates = [noisy.rate().tokens_per_s for _index in range(20)]
+    assert len(set(rates)) == 20 and noisy.rate(noisy=False).tokens_per_s == pytest.approx(100.0)
+    assert in_process  # the fixture's import path

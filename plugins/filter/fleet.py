@@ -249,7 +249,7 @@ def _change(before, after):
     return '%s -> %s' % (_cell(before or '-'), _cell(after or '-'))
 
 
-GATE_KEYS = ('outcome', 'ratio', 'reasons', 'gate_s')
+GATE_KEYS = ('outcome', 'ratio', 'interval', 'reasons', 'gate_s')
 GATE_NUMBERS = ('output_throughput', 'request_throughput', 'ttft_p99_ms', 'itl_p99_ms', 'completed', 'failed')
 
 
@@ -267,9 +267,12 @@ def gate_row(result):
 def _gate_cells(gate):
     if not gate:
         return ['', '', '-']
-    ratio = gate.get('ratio')
+    ratio, interval = gate.get('ratio'), gate.get('interval')
+    ratio_cell = '' if ratio is None else '%.3f' % float(ratio)
+    if ratio_cell and isinstance(interval, (list, tuple)) and len(interval) == 2:
+        ratio_cell += ' (%.3f-%.3f)' % (float(interval[0]), float(interval[1]))
     return ['' if gate.get('output_throughput') is None else '%.1f' % float(gate['output_throughput']),
-            '' if ratio is None else '%.3f' % float(ratio), _cell(gate.get('outcome'))]
+            ratio_cell, _cell(gate.get('outcome'))]
 
 
 def upgrade_report(records, plan=None, diagnosis_chars=160, secrets=None):

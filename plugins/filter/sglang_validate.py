@@ -19,7 +19,8 @@ from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
     is_loopback, parse_booleans, root_dir_problem, root_owned_problems, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
-from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import WORKLOAD_DEFAULTS, workload_spec, worst_case_s
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import (
+    WORKLOAD_DEFAULTS, decision_problems, parse_prompts, workload_spec, worst_case_s)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -239,7 +240,7 @@ def variable_problems(v, hostname, group_names, groups):
             'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
             'sglang_service_stop_timeout_s + 60 s%s (%s s; default sglang_service_verdict_timeout + 300%s), a whole number of '
             'seconds, or the host would restore the old unit while the verdict%s still runs; got %s.'
-            % (' + the gate\'s longest run (%s s: its warmup and requests, sglang_service_gate_workload\'s concurrency at a time, '
+            % (' + the gate\'s longest run (%s s: its warmup and every round\'s requests, sglang_service_gate_workload\'s concurrency at a time, '
                'each taking sglang_service_gate_request_timeout_s)' % _fmt_num(gate_s) if gate_s else '',
                _fmt_num(needed + gate_s), ' + the gate\'s longest run' if gate_s else '', ' or the gate' if gate_s else '',
                _json(v['sglang_service_safety_timer_s'])))
@@ -305,6 +306,36 @@ def gate_problems(v):
     for name in ('sglang_service_gate_max_p99_ttft_ms', 'sglang_service_gate_max_p99_itl_ms'):
         if not _number_like(v.get(name, 0)) or _float(v.get(name, 0)) < 0:
             problems.append('%s must be 0 (no limit) or more milliseconds; got %s.' % (name, _json(v.get(name))))
+    problems += _gate_decision_problems(v, workload)
+    return problems
+
+
+def _gate_decision_problems(v, workload):
+    """The decision's confidence and noise, a TTFT limit's samples and the prompts file (read on the controller)."""
+    problems = []
+    confidence, noise_cv = v.get('sglang_service_gate_confidence', 0.99), v.get('sglang_service_gate_noise_cv', 0.01)
+    if not _number_like(confidence) or not 0.5 < _float(confidence) < 1:
+        problems.append('sglang_service_gate_confidence must be a number above 0.5 and below 1 (default 0.99: an equal unit is refused '
+                        'about 1 %% of the time); got %s.' % _json(confidence))
+    if not _number_like(noise_cv) or not 0 <= _float(noise_cv) <= 0.5:
+        problems.append('sglang_service_gate_noise_cv must be a number from 0 to 0.5 (default 0.01: 1 %% spread between two server '
+                        'processes of one unit); got %s.' % _json(noise_cv))
+    ttft = v.get('sglang_service_gate_max_p99_ttft_ms', 0)
+    if isinstance(workload, dict) and _number_like(ttft) and _float(ttft) > 0:
+        try:
+            problems += ['sglang_service_gate_' + p for p in decision_problems(1.0, 0.99, 0.01, _float(ttft), workload)]
+        except ValueError:
+            pass  # the workload's own problem is named above
+    path = v.get('__sglang_service_gate_prompts_path')
+    if path and parse_booleans(v, ('sglang_service_gate',))[0].get('sglang_service_gate'):
+        try:
+            with open(path, 'r') as handle:
+                parse_prompts(handle.read(), source=path)
+        except (IOError, OSError) as e:
+            problems.append('sglang_service_gate_prompts_file must name a readable file of JSON lines on the controller; %s: %s.'
+                            % (path, e.strerror or e))
+        except ValueError as e:
+            problems.append('sglang_service_gate_prompts_file: %s (one {"prompt": text, "output_tokens": n} a line).' % e)
     return problems
 
 

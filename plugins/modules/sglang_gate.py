@@ -10,21 +10,23 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: sglang_gate
-short_description: Promote an SGLang unit only if it serves at least as fast as the last known good one
+short_description: Promote an SGLang unit only if it is not, beyond noise, slower than the last known good one
 version_added: "0.3.0"
 description:
-  - Runs a fixed, seeded workload against a healthy SGLang server (native C(/generate), streamed) and
-    measures output tokens/s, requests/s, time to first token and inter-token latency (p50, p99) as
-    SGLang's own benchmark client (C(sglang.benchmark.serving)) defines them.
-  - Compares the output throughput with the numbers recorded for the last known good unit on this
-    host (the unit in O(baseline_unit_path), matched by its sha256) under the same workload. The unit
-    passes when the ratio is at least O(min_ratio) and each p99 is within its limit.
+  - Runs a workload of text prompts (O(prompts)) in O(workload) rounds against a healthy SGLang server
+    (native C(/generate), streamed) and measures output tokens/s, requests/s, time to first token and
+    inter-token latency (p50, p99) as SGLang's own benchmark client (C(sglang.benchmark.serving)) defines them.
+  - Compares each round's output throughput with the rounds recorded for the last known good unit on
+    this host (the unit in O(baseline_unit_path), matched by its sha256) under the same workload and
+    prompts. The ratio gets an interval from both sides' spread over rounds and O(noise_cv); the unit is
+    refused only when the interval's upper end (one-sided O(confidence)) is below O(min_ratio), or a p99
+    is over its limit, or a request failed.
   - With no record for the last known good unit (a first gate on this host, another workload) the
     outcome is C(baseline) - the unit passes and its numbers become the baseline - unless a request
     failed or a p99 limit is exceeded.
   - Every result, passed or refused, is appended to O(results_path) (JSON, root only, the newest 50
-    kept); a passed or baseline result is what a later gate compares with, once this unit is the last
-    known good one.
+    kept, and the baseline it compared with whatever its age); a passed or baseline result is what a
+    later gate compares with, once this unit is the last known good one.
   - In check mode nothing is sent and nothing is written.
 author:
   - ddtree.sglang maintainers (@ddtree)
@@ -48,18 +50,39 @@ options:
     required: true
   workload:
     description:
-      - C(seed), C(requests), C(concurrency), C(input_tokens), C(output_tokens), C(range_ratio) (lengths
-        drawn from [length x ratio, length]) and C(warmup_requests) (sent first, not counted).
-      - Keys left out take these defaults - C(seed) 1, C(requests) 24, C(concurrency) 4, C(input_tokens) 128,
-        C(output_tokens) 128, C(range_ratio) 0.5, C(warmup_requests) 1.
+      - C(seed) (orders the prompts), C(requests) (a round's), C(concurrency) (in flight at once), C(rounds)
+        and C(warmup_requests) (sent first, not counted).
+      - Keys left out take these defaults - C(seed) 1, C(requests) 24, C(concurrency) 4, C(rounds) 3, C(warmup_requests) 1.
+      - Bounds - C(requests) 1-1024, C(concurrency) 1-256, C(rounds) 1-10, C(warmup_requests) 0-64.
     type: dict
     default: {}
+  prompts:
+    description:
+      - The prompts, each C(prompt) (text, at most 32768 characters) with C(output_tokens) (1-4096, forced with
+        C(ignore_eos)); a round cycles through them in an order the seed shuffles. At most 10000.
+    type: list
+    elements: dict
+    required: true
   min_ratio:
     description: Least output throughput of the candidate, as a multiple of the baseline's (V(1.0) is "no slower").
     type: float
     default: 1.0
+  confidence:
+    description:
+      - One-sided confidence of the ratio's interval (above 0.5, below 1). An equal unit is refused about 1 - confidence of
+        the time when O(noise_cv) is the real spread between two server processes.
+    type: float
+    default: 0.99
+  noise_cv:
+    description:
+      - Spread (coefficient of variation, 0-0.5) of a server process's mean output throughput between restarts of the same
+        unit, which rounds of one process cannot show. Added twice (candidate and baseline) to the ratio's variance.
+    type: float
+    default: 0.01
   max_p99_ttft_ms:
-    description: Largest p99 time to first token in milliseconds; V(0) sets no limit.
+    description:
+      - Largest p99 time to first token in milliseconds; V(0) sets no limit.
+      - Needs at least 100 requests over the rounds (C(requests) x C(rounds)), so that the p99 is not the slowest request.
     type: float
     default: 0
   max_p99_itl_ms:
@@ -101,7 +124,8 @@ EXAMPLES = r'''
     unit_path: /etc/systemd/system/sglang-qwen.service
     baseline_unit_path: /var/lib/ddtree-sglang/last-known-good/sglang-qwen.service
     results_path: /var/lib/ddtree-sglang/gate/sglang-qwen.service.json
-    workload: {requests: 64, concurrency: 8, input_tokens: 512, output_tokens: 256}
+    workload: {requests: 64, concurrency: 8, rounds: 3}
+    prompts: "{{ lookup('ansible.builtin.file', 'prompts.jsonl') | ddtree.sglang.gate_prompts }}"
     min_ratio: 1.1
     max_p99_itl_ms: 80
 '''
@@ -117,13 +141,20 @@ passed:
   returned: always
   type: bool
 ratio:
-  description: Candidate output throughput over the baseline's; null without a baseline.
+  description: Candidate output throughput over the baseline's (ratio of the rounds' geometric means); null without a baseline.
   returned: always
   type: float
   sample: 0.962
+interval:
+  description: The ratio's interval, low and high, at O(confidence) on each side; null without a baseline.
+  returned: always
+  type: list
+  elements: float
+  sample: [0.931, 0.994]
 measured:
-  description: The candidate's numbers (completed, failed, duration_s, output_tokens, output_throughput
-    in tok/s, request_throughput in req/s, ttft/itl/e2e p50 and p99 in ms, the first errors).
+  description: The candidate's numbers over all rounds (completed, failed, duration_s, output_tokens, output_throughput
+    in tok/s, request_throughput in req/s, ttft/itl/e2e p50 and p99 in ms, the first errors), C(rounds) (each round's
+    output tok/s) and C(ttft_samples).
   returned: always
   type: dict
 baseline:
@@ -148,7 +179,7 @@ advice:
   returned: always
   type: str
 workload:
-  description: The workload as run, defaults filled in, and its fingerprint.
+  description: The workload as run, defaults filled in, and its fingerprint (of the workload and the prompts).
   returned: always
   type: dict
 gate_s:
@@ -225,7 +256,10 @@ def main():
             baseline_unit_path=dict(type='path'),
             results_path=dict(type='path', required=True),
             workload=dict(type='dict', default={}),
+            prompts=dict(type='list', elements='dict', required=True),
             min_ratio=dict(type='float', default=1.0),
+            confidence=dict(type='float', default=0.99),
+            noise_cv=dict(type='float', default=0.01),
             max_p99_ttft_ms=dict(type='float', default=0),
             max_p99_itl_ms=dict(type='float', default=0),
             request_timeout=dict(type='float', default=300),
@@ -241,10 +275,16 @@ def main():
         workload = bench.workload_spec(params['workload'])
     except ValueError as e:
         module.fail_json(msg='workload: %s' % e)
-    if params['min_ratio'] <= 0:
-        module.fail_json(msg='min_ratio is %s; allowed: a number above 0' % params['min_ratio'])
-    workload_id = bench.fingerprint(workload)
-    result = dict(changed=False, outcome='', passed=False, ratio=None, measured={}, baseline=None, reasons=[],
+    try:
+        prompts = bench.parse_prompts('\n'.join(json.dumps(item) for item in params['prompts']))
+    except ValueError as e:
+        module.fail_json(msg=str(e))
+    problems = bench.decision_problems(params['min_ratio'], params['confidence'], params['noise_cv'],
+                                       params['max_p99_ttft_ms'], workload)
+    if problems:
+        module.fail_json(msg=' '.join(problems))
+    workload_id = bench.fingerprint(workload, prompts)
+    result = dict(changed=False, outcome='', passed=False, ratio=None, interval=None, measured={}, baseline=None, reasons=[],
                   cause='', diagnosis='', advice='', workload=dict(workload, fingerprint=workload_id), gate_s=0.0)
     if module.check_mode:
         result.update(outcome='skipped', passed=True, diagnosis='check mode: no load sent')
@@ -269,20 +309,22 @@ def main():
 
     started = time.monotonic()
     send = sender(params['base_url'], headers, params['request_timeout'])
-    warmup, items = bench.requests_of(workload)
+    warmup, items = bench.requests_of(workload, prompts)
     bench.run(send, warmup, workload['concurrency'])
-    records, duration = bench.run(send, items, workload['concurrency'])
-    measured = bench.summarize(records, duration)
-    outcome, ratio, reasons = bench.decide(measured, baseline['measured'] if baseline else None, params['min_ratio'],
-                                           params['max_p99_ttft_ms'], params['max_p99_itl_ms'])
-    result.update(outcome=outcome, passed=outcome != 'refused', ratio=ratio, measured=measured, reasons=reasons,
-                  baseline=baseline, gate_s=round(time.monotonic() - started, 2), changed=True)
-    numbers = ('%.1f tok/s output, %.2f req/s, TTFT p99 %s ms, ITL p99 %s ms over %d requests'
-               % (measured['output_throughput'], measured['request_throughput'], measured['ttft_p99_ms'],
-                  measured['itl_p99_ms'], measured['completed'] + measured['failed']))
-    if baseline:
-        numbers += '; last known good unit %.1f tok/s (ratio %.3f, min_ratio %s)' % (
-            baseline['measured']['output_throughput'], ratio, params['min_ratio'])
+    rounds = [bench.run(send, items, workload['concurrency']) for _round in range(workload['rounds'])]
+    measured = bench.summarize_rounds(rounds)
+    outcome, interval, reasons = bench.decide(measured, baseline['measured'] if baseline else None, params['min_ratio'],
+                                              params['confidence'], params['noise_cv'],
+                                              params['max_p99_ttft_ms'], params['max_p99_itl_ms'])
+    ratio = interval[0] if interval else None
+    result.update(outcome=outcome, passed=outcome != 'refused', ratio=ratio, interval=list(interval[1:]) if interval else None,
+                  measured=measured, reasons=reasons, baseline=baseline, gate_s=round(time.monotonic() - started, 2), changed=True)
+    numbers = ('%.1f tok/s output (rounds %s), %.2f req/s, TTFT p99 %s ms, ITL p99 %s ms over %d requests'
+               % (measured['output_throughput'], ', '.join('%.1f' % r for r in measured['rounds']), measured['request_throughput'],
+                  measured['ttft_p99_ms'], measured['itl_p99_ms'], measured['completed'] + measured['failed']))
+    if baseline and interval:
+        numbers += '; last known good unit %.1f tok/s (ratio %.3f, interval %.3f-%.3f, min_ratio %s)' % (
+            baseline['measured']['output_throughput'], interval[0], interval[1], interval[2], params['min_ratio'])
     else:
         numbers += '; no numbers of the last known good unit for this workload: these become the baseline'
     result['diagnosis'] = numbers
@@ -292,9 +334,10 @@ def main():
                             'envelopes on this hardware (speculative algorithm, budget) before promoting; '
                             'lower sglang_service_gate_min_ratio only if the slowdown is accepted.')
     record = {'unit_sha256': unit_sha, 'baseline_unit_sha256': baseline_sha if baseline else None, 'workload': workload_id,
-              'outcome': outcome, 'ratio': ratio, 'measured': measured, 'release': params['release'], 'gate_s': result['gate_s'],
+              'outcome': outcome, 'ratio': ratio, 'interval': result['interval'], 'confidence': params['confidence'],
+              'noise_cv': params['noise_cv'], 'measured': measured, 'release': params['release'], 'gate_s': result['gate_s'],
               'recorded_at': datetime.utcnow().replace(microsecond=0).isoformat() + 'Z'}
-    write_results(params['results_path'], bench.append_result(results, record))
+    write_results(params['results_path'], bench.append_result(results, record, pinned=baseline))
     if outcome == 'refused' and params['fail_on_refused']:
         module.fail_json(msg='throughput gate refused the unit: %s. %s' % ('; '.join(reasons), numbers), **result)
     result['msg'] = 'throughput gate %s: %s' % (outcome, numbers)

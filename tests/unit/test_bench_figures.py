@@ -67,6 +67,9 @@ def test_deploy_noop_tables_and_readme():
     noop = record('deploy_noop.json')
     text = section(BENCHMARKS, 'Unchanged deploy')
     runs, failing = tables(text)[:2]
+    # exactly the rows of the record: zip stops at the shorter, so a deleted row would pass unseen
+    assert [row['commit'] for row in runs] == [noop['base']['commit'], noop['head']['commit']]
+    assert len(failing) == 2
     for row, side in zip(runs, ('base', 'head')):
         data = noop[side]
         assert row['commit'] == data['commit']
@@ -87,7 +90,11 @@ def test_fleet_upgrade_tables():
     fleet = record('fleet_upgrade.json')
     runs = fleet['runs']
     by_size, by_16 = tables(section(BENCHMARKS, 'Fleet upgrade'))[:2]
-    assert by_size
+    # one row per host count and per 16-host variant of the record, no more and no fewer
+    assert sorted(int(row['hosts'].split()[0]) for row in by_size) == sorted(
+        set(r['hosts'] for r in runs if r['name'] in ('batched', 'one_at_a_time')))
+    assert sorted(row['16 hosts'] for row in by_16) == sorted(
+        r['name'] for r in runs if r['hosts'] == 16 and r['name'] not in ('one_at_a_time',))
     for row in by_size:
         hosts = int(row['hosts'].split()[0])
         batched = [r for r in runs if r['hosts'] == hosts and r['name'] == 'batched'][0]
@@ -258,6 +265,7 @@ def test_connections_tables():
     runs = record('connections.json')
     text = section(BENCHMARKS, 'Over SSH and through podman exec')
     unchanged, failing = tables(text)[:2]
+    assert len(unchanged) == len(failing) == 2
     for row, side in zip(unchanged, ('podman', 'ssh')):
         data = runs[side]
         assert len(data['seconds']) == runs['runs']
@@ -298,5 +306,25 @@ def test_gate_cost_table():
     assert runs['gate_median_s'] == median(runs['gate_s'])
     assert 'Overhead: %s s a deploy' % runs['overhead_s'] in text
     assert 'the gate task itself (gate_s, host clock): median %s s' % runs['gate_median_s'] in text
-    gate_page = read('docs', 'gate.md')
-    assert 'costs a deploy %s s (median of %d, gate task %s s)' % (runs['overhead_s'], runs['runs'], runs['gate_median_s']) in gate_page
+
+
+def test_gate_errors_table_has_every_arm_and_each_rate_from_its_gates():
+    runs = record('gate_errors.json')
+    rows = tables(section(read('docs', 'gate.md'), 'Error rates, measured'))[0]
+    # one row per arm, no more and no fewer: a deleted or added row fails (zip would stop at the shorter)
+    assert [row['candidate'] for row in rows] == [arm['arm'] for arm in runs['summary']] == ['equal', 'slow10', 'slow20']
+    for row, arm in zip(rows, runs['summary']):
+        gates = [g for g in runs['gates'] if g['arm'] == arm['arm']]
+        refused = sum(1 for g in gates if g['outcome'] == 'refused')
+        ratios = sorted(g['ratio'] for g in gates)
+        assert int(row['gates']) == len(gates) == runs['trials'] >= 20
+        assert int(row['refused']) == refused == arm['refused']
+        assert row['share refused'] == '%.0f %%' % (100.0 * refused / len(gates))
+        assert row['ratio median (min-max)'] == '%.3f (%.3f-%.3f)' % (ratios[len(ratios) // 2], ratios[0], ratios[-1])
+        assert float(row['gate s median']) == round(sorted(g['gate_s'] for g in gates)[len(gates) // 2], 1)
+        # each gate's decision follows from its interval: refused exactly when its upper end is below min_ratio
+        for gate in gates:
+            assert (gate['outcome'] == 'refused') == (gate['interval'][1] < runs['settings']['gate_min_ratio'])
+    # the targets: an equal unit refused at most 5 % of the time, one 20 % slower caught at least 95 %
+    assert rows[0]['candidate'] == 'equal' and int(rows[0]['refused']) <= 0.05 * int(rows[0]['gates'])
+    assert rows[2]['candidate'] == 'slow20' and int(rows[2]['refused']) >= 0.95 * int(rows[2]['gates'])

@@ -14,6 +14,8 @@ decode step, then "data: [DONE]".
 import datetime
 import hashlib
 import json
+import math
+import random
 import threading
 import time
 import uuid
@@ -47,7 +49,7 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
     the simulated scheduler's counters (running and waiting generations, HTTP requests in flight)."""
 
     def __init__(self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None,
-                 compute_cap="", slow_share=0.0):
+                 compute_cap="", slow_share=0.0, noise=(0.0, 0.0)):
         # pylint: disable=too-many-arguments,too-many-positional-arguments
         self.args = args
         self.model_cfg = model_cfg
@@ -61,6 +63,10 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
         # the throughput model's inputs: the GPU class (nvidia-smi's compute capability) and the slow fault's share
         self.compute_cap = compute_cap
         self.slow_share = slow_share
+        # SIMULATED run-to-run noise (docs/lab.md): this process's speed, drawn once, and each request's spread
+        self._rng = random.Random()
+        self.process_speed = math.exp(self._rng.gauss(0.0, noise[0])) if noise[0] else 1.0
+        self.request_noise = noise[1]
         self.draining = False
         self._lock = threading.Condition()
         self.running = 0
@@ -99,11 +105,15 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
             self.total_tokens -= tokens
             self._lock.notify_all()
 
-    def rate(self, running=1):
-        """The SIMULATED decode speed of one request while `running` generations run."""
+    def rate(self, running=1, prompt=None, noisy=True):
+        """The SIMULATED decode speed of one request while `running` generations run: its text's accept length, this
+        process's speed and the request's own noise (noisy=False: the model's own, as /get_server_info reports it)."""
         args = self.args
+        speed = 1.0
+        if noisy:
+            speed = self.process_speed * (math.exp(self._rng.gauss(0.0, self.request_noise)) if self.request_noise else 1.0)
         return throughput.rate(args.tp_size, args.speculative_algorithm, args.speculative_ddtree_budget, self.compute_cap,
-                               running=running, slow_share=self.slow_share)
+                               running=running, slow_share=self.slow_share, text=throughput.text_factor(prompt), speed=speed)
 
     def load(self):
         """One DP rank's core load fields, as LoadSnapshot.to_dict(include={"core"}) names them."""
@@ -214,7 +224,7 @@ class Handler(BaseHTTPRequestHandler):
             log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
                      f"#running-req: {running - 1}, #queue-req: {waiting}, ", rank=0)
             # the speed of the moment the slot was granted, for the whole generation
-            rate = self.sim.rate(running)
+            rate = self.sim.rate(running, prompt)
             self._decode(prompt_tokens, max_new_tokens, rate, on_step)
             # the unscaled rate, so logs read the same at any SGLANG_SIM_TIME_SCALE
             log.info(f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, "
@@ -370,7 +380,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def server_info(self):
         info = public_args(self.sim.args)
-        rate = self.sim.rate()
+        rate = self.sim.rate(noisy=False)
         info.update({"context_length": self.sim.context_length, "version": SIMULATED_SGLANG_VERSION, "simulated": True,
                      "internal_states": [{"last_gen_throughput": round(rate.tokens_per_s, 2),
                                           "avg_spec_accept_length": round(rate.accept_length, 2)}]})

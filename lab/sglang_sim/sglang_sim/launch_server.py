@@ -28,6 +28,10 @@ FAULTS = ("none", "crash_in_graph_capture", "triton_error_in_graph_capture", "ha
           "crash_after_serving", "replay", "slow")
 DEFAULT_FAULT_DELAY_S = 5.0
 DEFAULT_SLOW_SHARE = 0.3
+# SIMULATED noise (docs/lab.md, from public SGLang figures): a server process's mean tokens/s spreads 0.5 % between
+# restarts (SGLang's CI, sgl-project/sglang#40617: 0.1-0.8 %), each request's 2 %, so that a round of 24 requests
+# spreads about as repeated runs on one server do (sgl-project/sglang#34072: 0.4 %)
+DEFAULT_NOISE = (0.005, 0.02)
 # seconds per phase at SGLANG_SIM_TIME_SCALE=1: about 3 s to ready, the pool verdict at about 2.1 s
 PHASE_S = {"distributed": 0.2, "target_weights": 1.0, "draft_weights": 0.3, "pools": 0.3, "decode_graph": 0.4,
            "piecewise_graph": 0.3, "warmup": 0.3}
@@ -47,6 +51,17 @@ class Knobs:  # pylint: disable=too-few-public-methods
         self.generate_s = float(generate_s) if generate_s else None
         # read as text: main() refuses a value that is not a share in [0, 1)
         self.slow_share_text = environ.get("SGLANG_SIM_SLOW_SHARE", "").strip() or str(DEFAULT_SLOW_SHARE)
+        # SIMULATED run-to-run noise: the spread of a process's speed and of each request's (docs/lab.md)
+        self.noise_text = (environ.get("SGLANG_SIM_NOISE_PROCESS", "").strip() or str(DEFAULT_NOISE[0]),
+                           environ.get("SGLANG_SIM_NOISE_REQUEST", "").strip() or str(DEFAULT_NOISE[1]))
+
+    def noise(self):
+        """(process, request) spreads of tokens/s, or None when either is no number in [0, 0.5]."""
+        try:
+            spreads = tuple(float(text) for text in self.noise_text)
+        except ValueError:
+            return None
+        return spreads if all(0 <= s <= 0.5 for s in spreads) else None
 
     def slow_share(self):
         """The slow fault's share of tokens/s lost, or None when SGLANG_SIM_SLOW_SHARE is no share in [0, 1)."""
@@ -340,7 +355,8 @@ def run(args, knobs):
     _capture_graphs(args, plan, gpus[0], knobs)
     sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale,
                    max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s,
-                   compute_cap=gpus[0].compute_cap, slow_share=knobs.slow_share() if knobs.fault == "slow" else 0.0)
+                   compute_cap=gpus[0].compute_cap, slow_share=knobs.slow_share() if knobs.fault == "slow" else 0.0,
+                   noise=knobs.noise())
     if args.node_rank >= 1:
         return _bind_health_only(args, sim)
     server = _bind(args, sim)
@@ -387,6 +403,9 @@ def main(argv=None):
         return 2
     if knobs.slow_share() is None:
         sys.stderr.write(f"sglang_sim: SGLANG_SIM_SLOW_SHARE={knobs.slow_share_text!r} is not a share of tokens/s in [0, 1)\n")
+        return 2
+    if knobs.noise() is None:
+        sys.stderr.write(f"sglang_sim: SGLANG_SIM_NOISE_PROCESS, SGLANG_SIM_NOISE_REQUEST={knobs.noise_text!r} are not spreads in [0, 0.5]\n")
         return 2
     signal.signal(signal.SIGTERM, _on_sigterm)
     log.info(f"SIMULATED SGLang server (sglang_sim {__version__}; no GPU, no weights; fault={knobs.fault}, time_scale={knobs.time_scale})")

@@ -166,7 +166,8 @@ def test_multinode_group_does_not_start_without_a_node():
 
 
 def test_report_shows_the_throughput_gate_numbers():
-    refused = {'outcome': 'refused', 'ratio': 0.962, 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1, 'cause': 'gate_refused',
+    refused = {'outcome': 'refused', 'ratio': 0.962, 'interval': [0.931, 0.994], 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1,
+               'cause': 'gate_refused',
                'measured': {'output_throughput': 193.4, 'request_throughput': 3.02, 'ttft_p99_ms': 20.5, 'itl_p99_ms': 12.5,
                             'completed': 24, 'failed': 0, 'e2e_p50_ms': 300.0},
                'baseline': {'unit_sha256': 'ab', 'measured': {'output_throughput': 201.0}}, 'invocation': {'module_args': {}}}
@@ -175,12 +176,13 @@ def test_report_shows_the_throughput_gate_numbers():
                dict(_record('a3', 'upgraded'), gate={})]
     report = upgrade_report(records)
     assert report['hosts'][0]['gate'] == {
-        'outcome': 'refused', 'ratio': 0.962, 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1, 'output_throughput': 193.4,
+        'outcome': 'refused', 'ratio': 0.962, 'interval': [0.931, 0.994], 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1,
+        'output_throughput': 193.4,
         'request_throughput': 3.02, 'ttft_p99_ms': 20.5, 'itl_p99_ms': 12.5, 'completed': 24, 'failed': 0,
         'baseline_output_throughput': 201.0}
     lines = report['markdown'].splitlines()
     assert lines[0].endswith('| verdict s | tok/s | ratio | gate | diagnosis |')
-    assert lines[2].endswith('|  |  | 193.4 | 0.962 | refused | gate_refused: |')
+    assert lines[2].endswith('|  |  | 193.4 | 0.962 (0.931-0.994) | refused | gate_refused: |')
     assert lines[3].endswith('|  |  | 99.5 |  | baseline |  |')
     assert lines[4].endswith('|  |  |  |  | - |  |')
 

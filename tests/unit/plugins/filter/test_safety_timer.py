@@ -46,7 +46,7 @@ def test_a_read_without_every_line_is_an_error():
 def test_the_gate_longest_run_is_its_waves_of_whole_timeouts():
     from ansible_collections.ddtree.sglang.plugins.filter.safety_timer import gate_worst_case_s
     # defaults: 1 warmup request and 24 requests, 4 at a time: 1 + 6 waves
-    assert gate_worst_case_s({}, 60) == 420.0
-    assert gate_worst_case_s({'requests': 16, 'concurrency': 4, 'warmup_requests': 0}, '30') == 120.0
+    assert gate_worst_case_s({}, 60) == 1140.0  # 1 warm-up wave + 3 rounds of 6
+    assert gate_worst_case_s({'requests': 16, 'concurrency': 4, 'warmup_requests': 0}, '30') == 360.0
     with pytest.raises(AnsibleFilterError, match='workload concurrency is 0'):
         gate_worst_case_s({'concurrency': 0})

@@ -117,11 +117,15 @@ def test_a_healthy_plan_has_no_problem():
     ({'sglang_service_verdict_max_tokens': 0}, ['must be 1 or more tokens']),
     ({'sglang_service_verdict_expect': ['a']}, ['sglang_service_verdict_expect must be a string']),
     ({'sglang_service_verdict_settle_s': -1}, ['sglang_service_verdict_settle_s must be 0 or more seconds']),
-    ({'sglang_service_gate_workload': {'requests': 0}}, ['sglang_service_gate_workload: workload requests is 0; allowed: at least 1.']),
-    ({'sglang_service_gate_workload': [1]}, ['sglang_service_gate_workload must be a dict with the keys concurrency, input_tokens']),
+    ({'sglang_service_gate_workload': {'requests': 0}}, ['sglang_service_gate_workload: workload requests is 0; allowed: a whole number from 1 to 1024.']),
+    ({'sglang_service_gate_workload': [1]}, ['sglang_service_gate_workload must be a dict with the keys concurrency, requests, rounds, seed, warmup_requests']),
     ({'sglang_service_gate_min_ratio': 'fast'}, ['sglang_service_gate_min_ratio must be a number above 0', 'got "fast"']),
     ({'sglang_service_gate_min_ratio': -1.1}, ['sglang_service_gate_min_ratio must be a number above 0', 'got -1.1']),
     ({'sglang_service_gate_max_p99_itl_ms': -1}, ['sglang_service_gate_max_p99_itl_ms must be 0 (no limit) or more milliseconds']),
+    ({'sglang_service_gate_confidence': 1}, ['sglang_service_gate_confidence must be a number above 0.5 and below 1', 'got 1.']),
+    ({'sglang_service_gate_noise_cv': '2%'}, ['sglang_service_gate_noise_cv must be a number from 0 to 0.5', 'got "2%".']),
+    ({'sglang_service_gate_max_p99_ttft_ms': 500},
+     ['sglang_service_gate_max_p99_ttft_ms needs at least 100 requests over the rounds to judge a p99 (requests x rounds is 24 x 3 = 72)']),
     ({'sglang_service_verdict_progress_s': -1}, ['sglang_service_verdict_progress_s must be 0 or more seconds']),
     ({'sglang_service_safety_timer_s': 900},
      ['must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + sglang_service_stop_timeout_s + 60 s',
@@ -405,16 +409,16 @@ def test_names_that_only_hold_the_letters_pass(name):
 
 
 def test_the_safety_timer_margin_counts_the_gate_longest_run():
-    # the gate runs between the healthy verdict and the confirmation: 1 warmup wave + 4 request waves of 60 s
+    # the gate runs between the healthy verdict and the confirmation: 1 warmup wave + 3 rounds of 4 request waves of 60 s
     gate = {'sglang_service_gate': 'yes', 'sglang_service_gate_workload': {'requests': 16, 'concurrency': 4},
             'sglang_service_gate_request_timeout_s': 60}
-    assert problems(**dict(gate, sglang_service_safety_timer_s=1326)) == []
-    assert one(problems(**dict(gate, sglang_service_safety_timer_s=1325))) == (
+    assert problems(**dict(gate, sglang_service_safety_timer_s=1806)) == []
+    assert one(problems(**dict(gate, sglang_service_safety_timer_s=1805))) == (
         'sglang_service_safety_timer_s must exceed sglang_service_verdict_timeout + sglang_service_verdict_settle_s + '
-        'sglang_service_stop_timeout_s + 60 s + the gate\'s longest run (300.0 s: its warmup and requests, '
+        'sglang_service_stop_timeout_s + 60 s + the gate\'s longest run (780.0 s: its warmup and every round\'s requests, '
         'sglang_service_gate_workload\'s concurrency at a time, each taking sglang_service_gate_request_timeout_s) '
-        '(1325.0 s; default sglang_service_verdict_timeout + 300 + the gate\'s longest run), a whole number of seconds, '
-        'or the host would restore the old unit while the verdict or the gate still runs; got 1325.')
+        '(1805.0 s; default sglang_service_verdict_timeout + 300 + the gate\'s longest run), a whole number of seconds, '
+        'or the host would restore the old unit while the verdict or the gate still runs; got 1805.')
     # "false" from INI :vars is off: no gate in the margin
     gate_off = dict(gate)
     gate_off.update(sglang_service_gate='false', sglang_service_safety_timer_s=1026)
@@ -452,3 +456,24 @@ def test_path_and_parents_lists_each_once_up_to_the_root():
     from ansible_collections.ddtree.sglang.plugins.filter.safe_values import path_and_parents
     assert path_and_parents(['/var/lib/ddtree-sglang', '/var/lib/x', 'relative', None]) == [
         '/var/lib/ddtree-sglang', '/var/lib', '/var', '/', '/var/lib/x']
+
+
+def test_the_gate_prompts_file_is_read_before_the_host_is_touched(tmp_path):
+    prompts = tmp_path / 'prompts.jsonl'
+    prompts.write_text('{"prompt": "Alice", "output_tokens": 64}\n{"prompt": "Rabbit", "output_tokens": 0}\n')
+    gate = {'sglang_service_gate': 'true', '__sglang_service_gate_prompts_path': str(prompts), 'sglang_service_safety_timer_s': 3000,
+            'sglang_service_host_lock_lease_s': 3600}
+    assert one(problems(**gate)) == ('sglang_service_gate_prompts_file: %s line 2: output_tokens is 0; allowed: a whole number '
+                                     'from 1 to 4096 (one {"prompt": text, "output_tokens": n} a line).' % prompts)
+    gate['__sglang_service_gate_prompts_path'] = str(tmp_path / 'missing.jsonl')
+    assert one(problems(**gate)) == ('sglang_service_gate_prompts_file must name a readable file of JSON lines on the controller; '
+                                     '%s: No such file or directory.' % (tmp_path / 'missing.jsonl'))
+    # the gate off: the file is not read
+    gate_off = dict(gate)
+    gate_off['sglang_service_gate'] = 'false'
+    assert problems(**gate_off) == []
+    # the role's own prompts pass
+    import os
+    role_file = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang_service', 'files', 'gate_prompts.jsonl')
+    gate['__sglang_service_gate_prompts_path'] = role_file
+    assert problems(**gate) == []

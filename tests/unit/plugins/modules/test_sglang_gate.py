@@ -67,7 +67,9 @@ def run(args):
     return res.type, res.value.args[0]
 
 
-WORKLOAD = {'requests': 6, 'concurrency': 3, 'input_tokens': 8, 'output_tokens': 16, 'range_ratio': 1.0}
+WORKLOAD = {'requests': 6, 'concurrency': 3, 'rounds': 2}
+PROMPTS = [{'prompt': 'Alice was beginning to get very tired', 'output_tokens': 16},
+           {'prompt': 'of sitting by her sister on the bank', 'output_tokens': 16}]
 
 
 def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faster_one_passes(tmp_path):
@@ -78,17 +80,20 @@ def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faste
     lkg, unit, results = tmp_path / 'lkg.service', tmp_path / 'new.service', tmp_path / 'gate' / 'results.json'
     unit.write_text('[Service]\nExecStart=/bin/linear\n')
     args = {'base_url': url, 'unit_path': str(unit), 'baseline_unit_path': str(lkg), 'results_path': str(results),
-            'workload': WORKLOAD, 'min_ratio': 1.1, 'api_key_env_file': str(env), 'release': 'r1'}
+            'workload': WORKLOAD, 'prompts': PROMPTS, 'min_ratio': 1.1, 'api_key_env_file': str(env), 'release': 'r1'}
     try:
         # no last known good unit: the numbers become the baseline
         kind, res = run(args)
         assert kind is ExitJson and res['outcome'] == 'baseline' and res['passed'] and res['ratio'] is None
-        assert res['measured']['completed'] == 6 and res['measured']['failed'] == 0 and res['measured']['output_tokens'] == 96
+        # two rounds of six requests, each round's tokens/s kept for the decision
+        assert res['measured']['completed'] == 12 and res['measured']['failed'] == 0 and res['measured']['output_tokens'] == 192
+        assert len(res['measured']['rounds']) == 2 and res['interval'] is None
         # 4 tokens per 0.02 s step: an adjusted ITL of about 5 ms
         assert 4.0 <= res['measured']['itl_p50_ms'] <= 15.0
         assert 'k-4711' not in json.dumps(res)
         assert all(b['stream'] and b['sampling_params']['ignore_eos'] for b in state['bodies'])
-        assert len(state['bodies']) == 7  # one warm-up request, not counted
+        assert len(state['bodies']) == 13  # one warm-up request, not counted
+        assert {b['text'] for b in state['bodies']} == {p['prompt'] for p in PROMPTS}
         linear = res['measured']['output_throughput']
         # the linear unit is now last known good; the candidate streams at half the speed
         lkg.write_text(unit.read_text())
@@ -97,9 +102,9 @@ def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faste
         kind, res = run(args)
         assert kind is FailJson and res['outcome'] == 'refused' and res['cause'] == 'gate_refused'
         assert res['baseline']['measured']['output_throughput'] == linear
-        assert 0.4 < res['ratio'] < 0.7
+        assert 0.4 < res['ratio'] < 0.7 and res['interval'][0] < res['ratio'] < res['interval'][1] < 1.1
         assert res['msg'].startswith('throughput gate refused the unit: output throughput ')
-        assert 'below min_ratio 1.1' in res['msg']
+        assert '(interval %.3f-%.3f at 99 %% confidence a side), below min_ratio 1.1' % tuple(res['interval']) in res['msg']
         # the same candidate, faster than the baseline: passed
         state['step_s'] = 0.01
         kind, res = run(args)
@@ -117,10 +122,15 @@ def test_a_bad_workload_or_ratio_fails_before_any_request(tmp_path):
     unit = tmp_path / 'u.service'
     unit.write_text('x')
     try:
-        kind, res = run({'base_url': url, 'unit_path': str(unit), 'results_path': str(tmp_path / 'r.json'), 'workload': {'rate': 3}})
-        assert kind is FailJson and res['msg'].startswith('workload: unknown workload keys rate; allowed: ')
-        kind, res = run({'base_url': url, 'unit_path': str(unit), 'results_path': str(tmp_path / 'r.json'), 'min_ratio': 0})
-        assert kind is FailJson and res['msg'] == 'min_ratio is 0.0; allowed: a number above 0'
+        base = {'base_url': url, 'unit_path': str(unit), 'results_path': str(tmp_path / 'r.json'), 'prompts': PROMPTS}
+        kind, res = run(dict(base, workload={'rate': 3}))
+        assert kind is FailJson and res['msg'] == 'workload: unknown workload keys rate; allowed: concurrency, requests, rounds, seed, warmup_requests'
+        kind, res = run(dict(base, min_ratio=0))
+        assert kind is FailJson and res['msg'] == 'min_ratio is 0.0; allowed: a number above 0 (1.0: no slower).'
+        kind, res = run(dict(base, max_p99_ttft_ms=200))
+        assert kind is FailJson and res['msg'].startswith('max_p99_ttft_ms needs at least 100 requests over the rounds')
+        kind, res = run(dict(base, prompts=[{'prompt': 'x', 'output_tokens': 5000}]))
+        assert kind is FailJson and res['msg'] == 'prompts line 1: output_tokens is 5000; allowed: a whole number from 1 to 4096'
         assert 'bodies' not in state and not (tmp_path / 'r.json').exists()
     finally:
         server.shutdown()
