@@ -308,9 +308,9 @@ def test_gate_cost_table():
     assert 'the gate task itself (gate_s, host clock): median %s s' % runs['gate_median_s'] in text
 
 
-def test_gate_errors_table_has_every_arm_and_each_rate_from_its_gates():
-    runs = record('gate_errors.json')
-    rows = tables(section(read('docs', 'gate.md'), 'Error rates, measured'))[0]
+def _gate_errors_rows(name, index):
+    runs = record(name + '.json')
+    rows = tables(section(read('docs', 'gate.md'), 'Error rates, measured'))[index]
     # one row per arm, no more and no fewer: a deleted or added row fails (zip would stop at the shorter)
     assert [row['candidate'] for row in rows] == [arm['arm'] for arm in runs['summary']] == ['equal', 'slow10', 'slow20']
     for row, arm in zip(rows, runs['summary']):
@@ -325,6 +325,24 @@ def test_gate_errors_table_has_every_arm_and_each_rate_from_its_gates():
         # each gate's decision follows from its interval: refused exactly when its upper end is below min_ratio
         for gate in gates:
             assert (gate['outcome'] == 'refused') == (gate['interval'][1] < runs['settings']['gate_min_ratio'])
+    return runs, rows
+
+
+def test_gate_errors_table_has_every_arm_and_each_rate_from_its_gates():
+    runs, rows = _gate_errors_rows('gate_errors', 0)
+    assert runs['simulator']['noise_process'] == runs['simulator']['noise_request'] == 'default'
     # the targets: an equal unit refused at most 5 % of the time, one 20 % slower caught at least 95 %
     assert rows[0]['candidate'] == 'equal' and int(rows[0]['refused']) <= 0.05 * int(rows[0]['gates'])
     assert rows[2]['candidate'] == 'slow20' and int(rows[2]['refused']) >= 0.95 * int(rows[2]['gates'])
+
+
+def test_gate_errors_on_a_noisier_host_table():
+    runs, rows = _gate_errors_rows('gate_errors_noisy', 1)
+    assert (runs['simulator']['noise_process'], runs['simulator']['noise_request']) == ('0.02', '0.05')
+    text = section(read('docs', 'gate.md'), 'Error rates, measured')
+    assert '--noise-process 0.02 --noise-request 0.05 --name\ngate_errors_noisy`' in text
+    refused_equal = [g for g in runs['gates'] if g['arm'] == 'equal' and g['outcome'] == 'refused']
+    passed_slow10 = [g for g in runs['gates'] if g['arm'] == 'slow10' and g['outcome'] == 'passed']
+    assert len(refused_equal) == len(passed_slow10) == 1
+    assert 'its interval %.3f-%.3f' % tuple(refused_equal[0]['interval']) in text
+    assert 'its interval reached %.2f' % passed_slow10[0]['interval'][1] in text
