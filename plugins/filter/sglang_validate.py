@@ -20,7 +20,7 @@ from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import (
-    WORKLOAD_DEFAULTS, decision_problems, parse_prompts, workload_spec, worst_case_s)
+    WORKLOAD_DEFAULTS, confidence_ok, decision_problems, noise_cv_ok, parse_prompts, workload_spec, worst_case_s)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -314,10 +314,10 @@ def _gate_decision_problems(v, workload):
     """The decision's confidence and noise, a TTFT limit's samples and the prompts file (read on the controller)."""
     problems = []
     confidence, noise_cv = v.get('sglang_service_gate_confidence', 0.99), v.get('sglang_service_gate_noise_cv', 0.01)
-    if not _number_like(confidence) or not 0.5 < _float(confidence) < 1:
+    if not _number_like(confidence) or not confidence_ok(_float(confidence)):
         problems.append('sglang_service_gate_confidence must be a number above 0.5 and below 1 (default 0.99: an equal unit is refused '
                         'about 1 %% of the time); got %s.' % _json(confidence))
-    if not _number_like(noise_cv) or not 0 <= _float(noise_cv) <= 0.5:
+    if not _number_like(noise_cv) or not noise_cv_ok(_float(noise_cv)):
         problems.append('sglang_service_gate_noise_cv must be a number from 0 to 0.5 (default 0.01: 1 %% spread between two server '
                         'processes of one unit); got %s.' % _json(noise_cv))
     ttft = v.get('sglang_service_gate_max_p99_ttft_ms', 0)

@@ -51,6 +51,16 @@ METRICS = ('completed', 'failed', 'duration_s', 'output_tokens', 'output_through
 P99_MIN_SAMPLES = 100
 
 
+def confidence_ok(value):
+    """The decision's one-sided confidence: above one half and below 1."""
+    return 0.5 < value < 1
+
+
+def noise_cv_ok(value):
+    """The spread between two server processes of one unit, as a coefficient of variation: 0 to one half."""
+    return 0 <= value <= 0.5
+
+
 def workload_spec(spec):
     """The workload with its defaults, as ints; ValueError naming the key and its allowed values for a bad one."""
     spec = dict(spec or {})
@@ -102,10 +112,10 @@ def decision_problems(min_ratio, confidence, noise_cv, max_p99_ttft_ms, spec):
     problems = []
     if not min_ratio > 0:
         problems.append('min_ratio is %s; allowed: a number above 0 (1.0: no slower).' % min_ratio)
-    if not 0.5 < confidence < 1:
+    if not confidence_ok(confidence):
         problems.append('confidence is %s; allowed: above 0.5 and below 1 (0.99: an equal unit is refused about 1 %% of the time).'
                         % confidence)
-    if not 0 <= noise_cv <= 0.5:
+    if not noise_cv_ok(noise_cv):
         problems.append('noise_cv is %s; allowed: 0 to 0.5 (0.01: 1 %% between two processes of the same unit).' % noise_cv)
     spec = workload_spec(spec)
     if max_p99_ttft_ms and spec['requests'] * spec['rounds'] < P99_MIN_SAMPLES:
