@@ -20,7 +20,7 @@ from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import (
-    WORKLOAD_DEFAULTS, confidence_ok, decision_problems, noise_cv_ok, parse_prompts, workload_spec, worst_case_s)
+    WORKLOAD_DEFAULTS, confidence_ok, noise_cv_ok, parse_prompts, ttft_limit_problem, workload_spec, worst_case_s)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
 COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
@@ -323,7 +323,8 @@ def _gate_decision_problems(v, workload):
     ttft = v.get('sglang_service_gate_max_p99_ttft_ms', 0)
     if isinstance(workload, dict) and _number_like(ttft) and _float(ttft) > 0:
         try:
-            problems += ['sglang_service_gate_' + p for p in decision_problems(1.0, 0.99, 0.01, _float(ttft), workload)]
+            problem = ttft_limit_problem(_float(ttft), workload)
+            problems += ['sglang_service_gate_' + problem] if problem else []
         except ValueError:
             pass  # the workload's own problem is named above
     path = v.get('__sglang_service_gate_prompts_path')

@@ -80,17 +80,11 @@ def workload_spec(spec):
     return out
 
 
-def parse_prompts(text, source='prompts'):
-    """The prompts of a JSON-lines text, one ``{"prompt": str, "output_tokens": int}`` a line (blank lines
-    skipped), as a list of (prompt, output_tokens); ValueError naming the line and what it must be."""
+def prompts_of(items, source='prompts'):
+    """The prompts as (prompt, output_tokens), each item a ``{"prompt": str, "output_tokens": int}`` (None for one that is
+    no JSON object); ValueError naming its line (1-based) and what it must be."""
     prompts = []
-    for number, line in enumerate((text or '').splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            item = None
+    for number, item, line in items:
         if not (isinstance(item, dict) and set(item) == {'prompt', 'output_tokens'}):
             raise ValueError('%s line %d is not {"prompt": text, "output_tokens": n}: %s' % (source, number, line[:80]))
         prompt, tokens = item['prompt'], item['output_tokens']
@@ -107,6 +101,29 @@ def parse_prompts(text, source='prompts'):
     return prompts
 
 
+def _json_or_none(line):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def parse_prompts(text, source='prompts'):
+    """The prompts of a JSON-lines text, one ``{"prompt": str, "output_tokens": int}`` a line (blank lines skipped)."""
+    return prompts_of(((number, _json_or_none(line), line) for number, line in enumerate((text or '').splitlines(), 1)
+                       if line.strip()), source)
+
+
+def ttft_limit_problem(max_p99_ttft_ms, spec):
+    """Why a TTFT p99 limit cannot be judged with this workload (too few requests over its rounds), or ''."""
+    spec = workload_spec(spec)
+    samples = spec['requests'] * spec['rounds']
+    if not max_p99_ttft_ms or samples >= P99_MIN_SAMPLES:
+        return ''
+    return ('max_p99_ttft_ms needs at least %d requests over the rounds to judge a p99 (requests x rounds is %d x %d = %d): '
+            'raise requests or rounds, or set no limit (0).' % (P99_MIN_SAMPLES, spec['requests'], spec['rounds'], samples))
+
+
 def decision_problems(min_ratio, confidence, noise_cv, max_p99_ttft_ms, spec):
     """What is wrong with the decision's settings, each naming its option and the allowed values (a list)."""
     problems = []
@@ -117,11 +134,9 @@ def decision_problems(min_ratio, confidence, noise_cv, max_p99_ttft_ms, spec):
                         % confidence)
     if not noise_cv_ok(noise_cv):
         problems.append('noise_cv is %s; allowed: 0 to 0.5 (0.01: 1 %% between two processes of the same unit).' % noise_cv)
-    spec = workload_spec(spec)
-    if max_p99_ttft_ms and spec['requests'] * spec['rounds'] < P99_MIN_SAMPLES:
-        problems.append('max_p99_ttft_ms needs at least %d requests over the rounds to judge a p99 (requests x rounds is %d x %d = '
-                        '%d): raise requests or rounds, or set no limit (0).'
-                        % (P99_MIN_SAMPLES, spec['requests'], spec['rounds'], spec['requests'] * spec['rounds']))
+    ttft = ttft_limit_problem(max_p99_ttft_ms, spec)
+    if ttft:
+        problems.append(ttft)
     return problems
 
 

@@ -276,7 +276,7 @@ def main():
     except ValueError as e:
         module.fail_json(msg='workload: %s' % e)
     try:
-        prompts = bench.parse_prompts('\n'.join(json.dumps(item) for item in params['prompts']))
+        prompts = bench.prompts_of((number, item, json.dumps(item)) for number, item in enumerate(params['prompts'], 1))
     except ValueError as e:
         module.fail_json(msg=str(e))
     problems = bench.decision_problems(params['min_ratio'], params['confidence'], params['noise_cv'],
