@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import socket
 import subprocess
 import sys
@@ -105,10 +106,20 @@ def run_gate(extra_vars, out_path):
 
 def summary_row(arm, gates):
     refused = sum(1 for g in gates if g["outcome"] == "refused")
-    ratios = sorted(g["ratio"] for g in gates)
+    ratios = [g["ratio"] for g in gates]
     return {"arm": arm, "gates": len(gates), "refused": refused, "refused_share": round(refused / len(gates), 3),
-            "ratio_median": ratios[len(ratios) // 2], "ratio_min": ratios[0], "ratio_max": ratios[-1],
-            "gate_s_median": sorted(g["gate_s"] for g in gates)[len(gates) // 2]}
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "gate_s_median": statistics.median(g["gate_s"] for g in gates)}
+
+
+def markdown(rows):
+    """The summary table docs/gate.md quotes."""
+    lines = ["| candidate | gates | refused | share refused | ratio median (min-max) | gate s median |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append("| %s | %d | %d | %.0f %% | %.3f (%.3f-%.3f) | %.1f |" % (
+            row["arm"], row["gates"], row["refused"], 100 * row["refused_share"], row["ratio_median"], row["ratio_min"],
+            row["ratio_max"], row["gate_s_median"]))
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -179,12 +190,7 @@ def main():
     with open(os.path.join(ROOT, "bench", "results", opts.name + ".json"), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
         handle.write("\n")
-    lines = ["| candidate | gates | refused | share refused | ratio median (min-max) | gate s median |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append("| %s | %d | %d | %.0f %% | %.3f (%.3f-%.3f) | %.1f |" % (
-            row["arm"], row["gates"], row["refused"], 100 * row["refused_share"], row["ratio_median"], row["ratio_min"],
-            row["ratio_max"], row["gate_s_median"]))
-    table = "\n".join(lines) + "\n"
+    table = markdown(rows)
     with open(os.path.join(ROOT, "bench", "results", opts.name + ".md"), "w", encoding="utf-8") as handle:
         handle.write(table)
     print(table)

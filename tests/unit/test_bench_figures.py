@@ -320,8 +320,8 @@ def _gate_errors_rows(name, index):
         assert int(row['gates']) == len(gates) == runs['trials'] >= 20
         assert int(row['refused']) == refused == arm['refused']
         assert row['share refused'] == '%.0f %%' % (100.0 * refused / len(gates))
-        assert row['ratio median (min-max)'] == '%.3f (%.3f-%.3f)' % (ratios[len(ratios) // 2], ratios[0], ratios[-1])
-        assert float(row['gate s median']) == round(sorted(g['gate_s'] for g in gates)[len(gates) // 2], 1)
+        assert row['ratio median (min-max)'] == '%.3f (%.3f-%.3f)' % (_median(ratios), ratios[0], ratios[-1])
+        assert float(row['gate s median']) == round(_median([g['gate_s'] for g in gates]), 1)
         # each gate's decision follows from its interval: refused exactly when its upper end is below min_ratio
         for gate in gates:
             assert (gate['outcome'] == 'refused') == (gate['interval'][1] < runs['settings']['gate_min_ratio'])
