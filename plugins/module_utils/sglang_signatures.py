@@ -555,6 +555,9 @@ SIGNATURES = (
             # the same fault on AMD GPUs, as the ROCm runtime aborts the queue
             {'re': r'(?P<error>HSA_STATUS_ERROR_EXCEPTION): An HSAIL operation resulted in a hardware exception',
              'source': 'ROCm ROCR-Runtime hsa_status_string(HSA_STATUS_ERROR_EXCEPTION)'},
+            # and as its GPU page-fault handler reports a kernel's bad address before it aborts the process
+            {'re': r'(?P<error>Memory access fault by GPU node-\d+) \(Agent handle: \S+\) on address \S+\. Reason: ',
+             'source': 'ROCm ROCR-Runtime core/runtime/runtime.cpp::Runtime::VMFaultHandler'},
         ),
         'phase': 'ready',
         'fatal': True,
@@ -708,13 +711,17 @@ SIGNATURES = (
              'source': 'sgl-project/sglang python/sglang/srt/managers/scheduler.py::run_scheduler_process'},
             # a scheduler's pipe closed before it said ready, then "Exit code: N" (multimodal_gen's launcher too)
             {'re': r'Rank \d+ scheduler is dead\.', 'source': 'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_launch_subprocesses'},
+            # 0.5.x from 2026: the launcher waits for every scheduler's ready message and raises this when one exited first
+            {'re': r'Rank \d+ scheduler died during initialization \(exit code: (?P<exit_code>-?\d+)\)',
+             'source': 'sgl-project/sglang python/sglang/srt/entrypoints/engine.py::_scheduler_died_error'},
         ),
         'phase': 'starting',
         'fatal': True,
         'priority': 10,
         'diagnosis': 'an SGLang child process (scheduler or detokenizer) died',
         'advice': 'The cause is printed by the child before this line; read the traceback above. Wait status: {exit_code} '
-                  '(9 is SIGKILL: look for the OOM killer in `journalctl -k`; 256 is an exit with status 1).',
+                  '(9, or -9 as Python\'s launcher reports a signal, is SIGKILL: look for the OOM killer in `journalctl -k`; 256 is an '
+                  'exit with status 1).',
         'defaults': {'exit_code': 'not printed'},
     },
     {
