@@ -1,5 +1,5 @@
 """Writes the generated parts of docs/verdict-and-failures.md, each between its BEGIN/END markers:
-the failure catalogue table from the signature table (plugins/module_utils/sglang_signatures.py),
+the failure catalogue table from the signature table (plugins/module_utils/sglang_signature_table.py),
 so that the page and the verdict name the same causes with the same words; each pattern's support
 (threads of the corpus it matches, or the source line it cites); the verdict on the corpus of real
 healthy logs (fixtures/real_healthy: false failures); the recall of the table on the corpus of real
@@ -13,6 +13,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+TABLE = 'ansible_collections.ddtree.sglang.plugins.module_utils.sglang_signature_table'
 PAGE = ROOT / 'docs' / 'verdict-and-failures.md'
 FIXTURES = ROOT / 'tests' / 'unit' / 'plugins' / 'module_utils' / 'fixtures'
 CORPUS = FIXTURES / 'real_failures'
@@ -86,12 +87,18 @@ def batch_table(module):
     return '\n'.join(rows)
 
 
-def signatures():
-    spec = importlib.util.spec_from_file_location(
-        'sglang_signatures', ROOT / 'plugins' / 'module_utils' / 'sglang_signatures.py')
+def _load(name, filename):
+    spec = importlib.util.spec_from_file_location(name, ROOT / 'plugins' / 'module_utils' / filename)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def signatures():
+    # run from a checkout, with no ansible_collections tree on the path: the classifier's import of its table
+    # finds the table under its collection name once it is loaded (an import looks in sys.modules first)
+    sys.modules[TABLE] = _load(TABLE, 'sglang_signature_table.py')
+    return _load('sglang_signatures', 'sglang_signatures.py')
 
 
 def cell(text):

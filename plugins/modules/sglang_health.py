@@ -43,7 +43,7 @@ description:
     V([ct129] sglang-qwen.service: capturing_cuda_graph, 12 s since start (pid 1234\\), API not answering yet).
     Each slice still polls every O(poll_interval), so a crash is still decided within about a
     second; the task's result is the last slice's result, the verdict."
-  - The signatures live in the collection's C(sglang_signatures) module_utils table.
+  - The signatures live in the collection's C(sglang_signature_table) module_utils table.
   - The module only reads; it behaves the same in check mode.
 author:
   - ddtree.sglang maintainers (@ddtree)
@@ -210,7 +210,7 @@ verdict:
   sample: failed
 cause:
   description:
-    - Why it is not healthy. A signature id from the sglang_signatures table (for example
+    - Why it is not healthy. A signature id from the sglang_signature_table module_utils (for example
       C(mem_pool_too_small), C(cuda_oom_graph_capture), C(triton_error), C(unrecognized_arguments)),
       or C(process_exited), C(restarted), C(unit_not_found), C(unclassified) (a traceback no
       signature knows), C(generation_failed) (C(/generate) failed twice after C(/v1/models) answered),
