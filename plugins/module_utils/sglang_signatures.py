@@ -566,13 +566,19 @@ def _cause_traceback(lines, matched, last):
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '[^']+'")
 _WHAT = re.compile(r'^\s*what\(\):\s')
 _FATAL_PYTHON = re.compile(r'^Fatal Python error: \w+')
-# a fatal signal as CPython's faulthandler names it (Python/faulthandler.c, faulthandler_fatal_error): the process is gone
-_FATAL_SIGNAL = re.compile(r'^Fatal Python error: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|Aborted)$')
+# a fatal signal as CPython's faulthandler names it (Python/faulthandler.c, faulthandler_fatal_error), or as tvm_ffi's
+# handler does (apache/tvm-ffi src/ffi/backtrace.cc::TVMFFISegFaultHandler: flashinfer loads it into SGLang; it prints
+# the banner and the native frames, then raises the signal again): the process is gone
+_FATAL_SIGNAL = re.compile(r'^(?:Fatal Python error: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|'
+                           r'Aborted)|!!!!!!! Segfault encountered !!!!!!!)$')
+# tvm_ffi's native frames under its banner
+_NATIVE_FRAME = re.compile(r'^\s+File "<unknown>", line 0, in ')
+_NATIVE_FRAMES_SHOWN = 4
 
 
 def native_abort(lines):
     """The last native abort's lines (the terminate line, its what(), CPython's "Fatal Python error"), else the last fatal
-    signal faulthandler named (a segmentation fault), [] when none."""
+    signal faulthandler or tvm_ffi named (a segmentation fault) with the native frames under it, [] when none."""
     for index in range(len(lines) - 1, -1, -1):
         if _TERMINATE.search(lines[index]):
             block = [lines[index]]
@@ -584,7 +590,12 @@ def native_abort(lines):
             return block
     for index in range(len(lines) - 1, -1, -1):
         if _FATAL_SIGNAL.match(_strip_prefix(lines[index]).strip()):
-            return [lines[index]]
+            frames = []
+            for line in lines[index + 1:index + 1 + _NATIVE_FRAMES_SHOWN]:
+                if not _NATIVE_FRAME.match(line):
+                    break
+                frames.append(line)
+            return [lines[index]] + frames
     return []
 
 
@@ -620,7 +631,7 @@ def diagnose(lines, server_args=None):
         if block:
             return (UNCLASSIFIED,
                     'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
-                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
+                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
                     block)
         block = native_abort(lines)
         if block:
@@ -628,7 +639,7 @@ def diagnose(lines, server_args=None):
                     'the server aborted in native code, which matches no known signature: %s' % ' '.join(
                         _strip_prefix(line).strip() for line in block),
                     'Read the fatal lines (the C++ exception and its what() name the library); if this failure recurs, add its '
-                    'signature to sglang_signatures.py with a test.',
+                    'signature to sglang_signature_table.py with a test.',
                     block)
         return None, None, None, []
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
@@ -638,7 +649,7 @@ def diagnose(lines, server_args=None):
         if block:
             return (UNCLASSIFIED,
                     'an SGLang child process died of an exception that matches no known signature: %s' % _exception_of(block),
-                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signatures.py with a test.',
+                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
                     block + [lines[m['index']] for m in fatal if m['index'] > 0 and lines[m['index']] not in block])
     diagnosis, advice = best['diagnosis'], best['advice']
     groups = {}

@@ -19,6 +19,7 @@ import collections
 import glob
 import json
 import os
+import re
 
 import pytest
 
@@ -119,7 +120,8 @@ def test_complete_record_is_named_right(record):
     cause, diagnosis, advice, fatal_lines = sig.diagnose(record['lines'])
     assert cause == record['class']
     assert fatal_lines
-    assert '{' not in diagnosis + advice, 'template left unfilled'
+    # a placeholder ({name}) left in; a quoted exception may hold braces of its own (a set of weight names)
+    assert not re.search(r'\{[a-z_]+\}', diagnosis + advice), 'template left unfilled'
 
 
 @pytest.mark.parametrize('record', [r for _f, r in RECORDS if r['id'] in RULED_OUT],
