@@ -15,8 +15,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# torch's caching allocator, the CUDA runtime, and torch_npu's allocator on Ascend (SGLang's NPU backend)
-_OOM = r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation|NPU out of memory\. Tried)'
+# torch's caching allocator, the CUDA runtime, and torch_npu's allocator on Ascend (SGLang's NPU backend);
+# NCCL's own allocation failure, which it reports as 'unhandled cuda error' with this as its last error (NVIDIA/nccl
+# src/include/alloc.h::ncclCudaCallocDebug, RCCL's the same)
+_OOM = (r'(?:CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory|cudaErrorMemoryAllocation|NPU out of memory\. Tried|'
+        r'Failed to CUDA calloc \d+ bytes)')
 
 # Fields of an entry:
 #   id          stable name, returned as ``cause``
@@ -174,10 +177,11 @@ SIGNATURES = (
             {'re': r'checkpoint you are trying to load has model type `(?P<model_type>[^`]+)`',
              'source': 'huggingface/transformers src/transformers/models/auto/configuration_auto.py::AutoConfig.from_pretrained'},
             # huggingface/huggingface_hub src/huggingface_hub/utils/_validators.py::validate_repo_id (HFValidationError):
-            # a --model-path that is not a directory on the host is taken for a Hub repo id, and an absolute path is none
-            r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>[^']+)'",
+            # a --model-path that is not a directory on the host is taken for a Hub repo id, and an absolute path is none.
+            # Ranked below tokenizer_load_error: raised under SGLang's get_tokenizer, the path is --tokenizer-path's
+            {'re': r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<path>[^']+)'", 'priority': 86},
             # the exception's class, whichever of validate_repo_id's checks failed (form, characters, length)
-            r'huggingface_hub\.(?:utils\.)?(?:_validators\.|errors\.)?HFValidationError',
+            {'re': r'huggingface_hub\.(?:utils\.)?(?:_validators\.|errors\.)?HFValidationError', 'priority': 86},
             # huggingface/transformers src/transformers/models/auto/configuration_auto.py::AutoConfig.from_pretrained: the
             # traceback's source line above the KeyError of a model_type this transformers does not know (newer builds
             # re-raise it as the "has model type" ValueError above)
@@ -254,6 +258,11 @@ SIGNATURES = (
             r"Can't load tokenizer for '(?P<path>[^']+)'",
             {'re': r"Couldn't instantiate the backend tokenizer",
              'source': 'huggingface/transformers src/transformers/tokenization_utils_fast.py::PreTrainedTokenizerFast.__init__'},
+            # a load error raised under SGLang's own get_tokenizer is the tokenizer's (a --tokenizer-path that is no directory
+            # and no repo id); the causes that say more (a download refused, remote code) rank above it
+            {'re': r'sglang/srt/utils/hf_transformers(?:_utils\.py|/tokenizer\.py)", line \d+, in get_tokenizer$',
+             'source': 'sgl-project/sglang python/sglang/srt/utils/hf_transformers_utils.py::get_tokenizer '
+                       '(hf_transformers/tokenizer.py from 0.5.10)'},
         ),
         'phase': 'starting',
         'fatal': True,
