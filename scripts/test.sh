@@ -50,7 +50,6 @@ stage_build() {
     ddtree.sglang.deploy ddtree.sglang.upgrade ddtree.sglang.rollback ddtree.sglang.router 2>&1 | grep -v 'Could not match supplied host pattern'; exit "${PIPESTATUS[0]}")
   local rc=$?; rm -rf "$out"; return $rc
 }
-stage_build_doc() { stage_build ; }  # its former name
 stage_molecule_default() { wheelhouse && molecule test -s default ; }
 stage_molecule_hardening() { wheelhouse && molecule test -s hardening ; }
 stage_molecule_ladder() { wheelhouse && molecule test -s ladder ; }

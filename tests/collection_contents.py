@@ -4,7 +4,8 @@
 #   - version numbers agree: no version_added above the collection's version, the changelog's
 #     releases all in CHANGELOG.rst and none above the collection's version, unreleased fragments
 #     only while the version is not released yet, and a plugin whose version_added names a
-#     release is listed as new in that release.
+#     release is listed as new in that release;
+#   - every role's meta/main.yml min_ansible_version is the lower bound of meta/runtime.yml's requires_ansible.
 # Usage: python tests/collection_contents.py TARBALL DOC_DUMP_JSON   (scripts/test.sh build runs it)
 # Prints one line per problem and exits 1 when there is any.
 import ast
@@ -150,6 +151,21 @@ def versions_problems(version, docs, changelog, changelog_rst, fragments):
     return problems
 
 
+def ansible_version_problems(texts):
+    """Roles whose meta/main.yml names another minimum Ansible than meta/runtime.yml's requires_ansible (">=X.Y[.Z]")."""
+    required = str((yaml.safe_load(texts.get("meta/runtime.yml", "")) or {}).get("requires_ansible", ""))
+    if not required.startswith(">="):
+        return ["meta/runtime.yml: requires_ansible %r is not a lower bound (>=X.Y.Z)" % required]
+    floor = (parse_version(required[2:].split(",")[0].strip()) or ())[:2]
+    problems = []
+    for name, text in sorted(texts.items()):
+        if name.startswith("roles/") and name.endswith("/meta/main.yml"):
+            found = str(((yaml.safe_load(text) or {}).get("galaxy_info") or {}).get("min_ansible_version", ""))
+            if not floor or (parse_version(found) or ())[:2] != floor:
+                problems.append("%s: min_ansible_version %r, but meta/runtime.yml requires_ansible %r" % (name, found, required))
+    return problems
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: python tests/collection_contents.py TARBALL DOC_DUMP_JSON", file=sys.stderr)
@@ -166,6 +182,7 @@ def main(argv):
     problems = contents_problems(set(files), dirs, read_allowlist(ALLOWLIST))
     plugins = shipped_plugins(files)
     problems += docs_problems(plugins, dump)
+    problems += ansible_version_problems(texts)
 
     version = json.loads(texts.get("MANIFEST.json", "{}")).get("collection_info", {}).get("version")
     docs = {key: documentation(path, texts[path]) for key, path in plugins.items()}

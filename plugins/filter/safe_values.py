@@ -107,14 +107,6 @@ def root_dir_problems(roots):
     return [p for p in (root_dir_problem(name, path) for name, path in roots.items()) if p]
 
 
-def overlap_problem(name, path, other_name, other):
-    """'' unless one root holds the other (a prune of one would delete the other's entries)."""
-    a, b = path.rstrip('/') + '/', other.rstrip('/') + '/'
-    if a.startswith(b) or b.startswith(a):
-        return '%s (%s) and %s (%s) must not hold one another: each is pruned on its own.' % (name, path, other_name, other)
-    return ''
-
-
 def unit_value_problems(values):
     """The problems of a dict {variable name: a string or a list of strings} whose entries reach a unit or an
     EnvironmentFile verbatim: no whitespace, no control characters, no line breaks, and no trailing backslash (systemd

@@ -123,83 +123,53 @@ def test_fleet_upgrade_tables():
 
 # --- verdict latency ----------------------------------------------------------------------------
 
-ARMS = (('module', 'module'), ('strong loop', 'strong'), ('uri loop', 'uri'), ('wait_for', 'wait_for'))
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+VERDICT_SUMMARY = _load('verdict_summary', ('bench', 'verdict_summary.py'))
 
 
-def _all_right(recs):
-    return bool(recs) and all(r['right'] for r in recs)
+def test_verdict_latency_report_is_its_records():
+    """bench/results/verdict_latency.md is bench/verdict_summary.py's report of the raw records beside it."""
+    assert read('bench', 'results', 'verdict_latency.md') == VERDICT_SUMMARY.report(record('verdict_latency.json'))
 
 
-def _cell(recs):
-    """bench/templates/verdict_latency.md.j2's cell, from the records."""
-    if not recs:
-        return 'not run'
-    xs = [float(r['fault_to_verdict_s']) for r in recs]
-    verdicts = []
-    for r in recs:
-        v = r['verdict'] + ((' ' + r['cause']) if r['cause'] else '')
-        if v not in verdicts:
-            verdicts.append(v)
-    right = sum(1 for r in recs if r['right'])
-    judged = 'right' if right == len(recs) else ('**WRONG**' if right == 0 else 'right %d/%d' % (right, len(recs)))
-    return '%.2f s (%.2f-%.2f), %s, %s, %d runs' % (_median(xs), min(xs), max(xs), ' / '.join(verdicts), judged, len(recs))
+def test_verdict_latency_tables_in_the_docs_are_the_reports():
+    """docs/benchmarks.md quotes both tables of the report whole: a row edited, added or deleted fails."""
+    report = tables(read('bench', 'results', 'verdict_latency.md'))
+    quoted = tables(section(BENCHMARKS, 'Verdict latency'))
+    assert len(report) == 2
+    assert quoted[:2] == report
 
 
-def _ratio(base, module):
-    if not base:
-        return '-'
-    if not _all_right(base):
-        return 'n/a (wrong verdict)'
-    b = _median([float(r['fault_to_verdict_s']) for r in base])
-    m = _median([float(r['fault_to_verdict_s']) for r in module])
-    if not _all_right(module) or m <= 0:
-        return 'n/a'
-    return ('%.0fx' if b / m >= 10 else '%.1fx') % (b / m)
+def test_verdict_latency_every_loop_and_the_module_ran_ten_times_on_the_headline_case():
+    data = record('verdict_latency.json')
+    for arm in ('module',) + VERDICT_SUMMARY.LOOP_ARMS:
+        assert len(VERDICT_SUMMARY.runs(data['records'], VERDICT_SUMMARY.HEADLINE_CASE, arm)) >= 10, arm
 
 
-def verdict_runs():
-    records = record('verdict_latency.json')
-
-    def runs(case, method):
-        return [r for r in records if r['case'] == case and r['method'] == method]
-    return records, runs
-
-
-def test_verdict_latency_table():
-    records, runs = verdict_runs()
-    rows = tables(section(BENCHMARKS, 'Verdict latency'))[0]
-    cases = sorted({r['case'] for r in records})
-    assert sorted(row['case (fault event)'].split(' (')[0] for row in rows) == cases
-    for row in rows:
-        case = row['case (fault event)'].split(' (')[0]
-        for header, method in ARMS:
-            assert row[header] == _cell(runs(case, method)), (case, method)
-        module = runs(case, 'module')
-        for header, method in (('strong / module', 'strong'), ('uri / module', 'uri'), ('wait_for / module', 'wait_for')):
-            assert row[header] == _ratio(runs(case, method), module), (case, method)
+def test_readme_headline_is_against_the_strongest_loop_with_its_interval():
+    arm, module_s, loop_s, value, low, high = VERDICT_SUMMARY.headline(record('verdict_latency.json')['records'])
+    text = README.replace('\n', ' ')
+    found = re.search(r'\*\*(\S+) sooner\*\* than the strongest loop an operator writes.*?\(([0-9.]+) s against ([0-9.]+) s.*?'
+                      r'95 % bootstrap interval (\S+)-(\S+?)[;,)]', text)
+    assert found, 'README has no headline ratio against the strongest loop'
+    assert found.groups() == tuple(VERDICT_SUMMARY.ratio_text(v) if i in (0, 3, 4) else '%.2f' % v
+                                   for i, v in enumerate((value, module_s, loop_s, low, high)))
+    assert dict(VERDICT_SUMMARY.ARMS)[arm] in text
 
 
-def test_verdict_latency_every_arm_ran_five_times_on_the_headline_case():
-    runs = verdict_runs()[1]
-    for method in dict(ARMS).values():
-        assert len(runs('field_notes_crash_33s', method)) >= 5
-
-
-def test_readme_headline_is_against_the_strongest_baseline():
-    runs = verdict_runs()[1]
-    module, strong = runs('field_notes_crash_33s', 'module'), runs('field_notes_crash_33s', 'strong')
-    m = _median([r['fault_to_verdict_s'] for r in module])
-    s = _median([r['fault_to_verdict_s'] for r in strong])
-    headline = re.search(r'\*\*(\S+) sooner\*\* than the strongest loop an operator writes[^(]*\(([0-9.]+) s against ([0-9.]+) s',
-                         README.replace('\n', ' '))
-    assert headline, 'README has no headline ratio against the strongest baseline'
-    assert headline.groups() == (_ratio(strong, module), '%.2f' % m, '%.2f' % s)
+def test_bootstrap_ratio_of_medians():
+    fast, slow = [0.5, 0.6, 0.7, 0.8, 0.9], [1.0, 1.2, 1.4, 1.6, 1.8]
+    value, low, high = VERDICT_SUMMARY.bootstrap_ratio(slow, fast)
+    assert value == 2.0
+    assert low <= value <= high and low < high
+    assert VERDICT_SUMMARY.bootstrap_ratio(slow, fast) == (value, low, high)  # a fixed seed: the same records, the same report
+    assert VERDICT_SUMMARY.bootstrap_ratio([1.0] * 5, [1.0] * 5) == (1.0, 1.0, 1.0)
 
 
 # --- zero-downtime upgrade ----------------------------------------------------------------------
@@ -229,9 +199,7 @@ def test_zero_downtime_table():
 
 @pytest.mark.parametrize('label', ['drain', 'no-drain', 'no-drain-retries-off'])
 def test_zero_downtime_record_recomputes_its_summary(label):
-    spec = importlib.util.spec_from_file_location('loadgen', os.path.join(ROOT, 'bench', 'loadgen.py'))
-    loadgen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loadgen)
+    loadgen = _load('loadgen', ('bench', 'loadgen.py'))
     run = record('zero_downtime.json')['runs'][label]
     with gzip.open(os.path.join(ROOT, run['records']), 'rt', encoding='utf-8') as handle:
         summary = loadgen.summarize([json.loads(line) for line in handle if line.strip()])
@@ -320,8 +288,8 @@ def _gate_errors_rows(name, index):
         assert int(row['gates']) == len(gates) == runs['trials'] >= 20
         assert int(row['refused']) == refused == arm['refused']
         assert row['share refused'] == '%.0f %%' % (100.0 * refused / len(gates))
-        assert row['ratio median (min-max)'] == '%.3f (%.3f-%.3f)' % (_median(ratios), ratios[0], ratios[-1])
-        assert float(row['gate s median']) == round(_median([g['gate_s'] for g in gates]), 1)
+        assert row['ratio median (min-max)'] == '%.3f (%.3f-%.3f)' % (median(ratios), ratios[0], ratios[-1])
+        assert float(row['gate s median']) == round(median([g['gate_s'] for g in gates]), 1)
         # each gate's decision follows from its interval: refused exactly when its upper end is below min_ratio
         for gate in gates:
             assert (gate['outcome'] == 'refused') == (gate['interval'][1] < runs['settings']['gate_min_ratio'])

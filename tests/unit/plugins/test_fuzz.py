@@ -4,7 +4,7 @@
 
 1. Any envelope either is refused (AnsibleFilterError) or renders to ONE ExecStart= line that
    splits back to exactly its words, with every '$' and '%' doubled. The split is checked
-   against our model (sglang_journal.exec_start_argv, shlex-based) and, where this machine
+   against our model (systemd.exec_start_argv, shlex-based) and, where this machine
    has it, against systemd's own splitter: extract_first_word() of libsystemd-shared-252,
    with the flags config_parse_exec() uses.
 2. Any journalctl output, bytes or JSON-ish records, parses without raising, and the
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv, systemd_quote
-from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_journal as jr
+from ansible_collections.ddtree.sglang.plugins.module_utils import systemd as jr
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as sg
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

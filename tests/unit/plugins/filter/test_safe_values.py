@@ -11,7 +11,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
-    is_loopback, overlap_problem, parse_booleans, root_dir_problems, scrub_secrets, secret_values_valid, unit_value_problems)
+    is_loopback, parse_booleans, root_dir_problems, scrub_secrets, secret_values_valid, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import sglang_router_worker_urls, url_problem
 
 
@@ -39,13 +39,6 @@ def test_roots_of_their_own_pass(path):
 def test_malformed_roots_are_refused(path, words):
     problems = root_dir_problems({'ml_env_root': path})
     assert len(problems) == 1 and problems[0].startswith('ml_env_root must be ') and words in problems[0]
-
-
-def test_roots_that_hold_one_another_overlap():
-    assert overlap_problem('sglang_router_root', '/opt/ddtree', 'ml_env_root', '/opt/ddtree/ml-env') == (
-        'sglang_router_root (/opt/ddtree) and ml_env_root (/opt/ddtree/ml-env) must not hold one another: each is pruned '
-        'on its own.')
-    assert overlap_problem('sglang_router_root', '/opt/ddtree/router', 'ml_env_root', '/opt/ddtree/ml-env') == ''
 
 
 def test_a_line_break_or_space_in_a_unit_value_is_refused():

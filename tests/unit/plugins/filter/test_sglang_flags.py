@@ -81,7 +81,7 @@ def test_a_string_is_not_argv():
 
 # the filter lives on the controller, the reader in module_utils on the host: this test is the bridge
 def test_exec_start_round_trips_systemd_quote():
-    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+    from ansible_collections.ddtree.sglang.plugins.module_utils.systemd import exec_start_argv
 
     argv = ['/venv/bin/python', '-m', 'sglang.launch_server', '--served-model-name', 'a "b" $HOME 100%', '--port', '1']
     assert exec_start_argv('[Service]\nExecStart=\nExecStart=%s\n' % systemd_quote(argv)) == argv

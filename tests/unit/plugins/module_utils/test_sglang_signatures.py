@@ -324,7 +324,7 @@ ExecStart=/root/ml-env/bin/python -m sglang.launch_server --model-path /root/mod
 
 
 def test_server_args_from_the_unit():
-    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+    from ansible_collections.ddtree.sglang.plugins.module_utils.systemd import exec_start_argv
 
     args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
     assert args['mem_fraction_static'] == '0.88'
@@ -335,7 +335,7 @@ def test_server_args_from_the_unit():
 
 
 def test_pool_advice_names_the_unit_values_and_the_direction():
-    from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_journal import exec_start_argv
+    from ansible_collections.ddtree.sglang.plugins.module_utils.systemd import exec_start_argv
 
     args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
     line = 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88'
