@@ -32,7 +32,7 @@ stage_lint() { ansible-lint --profile production ; }
 # behaviour playbooks that need no lab host: they run the role's own task files on the controller
 stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
-stage_changelog() { antsibull-changelog lint ; }
+stage_changelog() { antsibull-changelog lint && python tests/changelog_fragments.py ; }
 stage_docs() { scripts/role_docs.sh --check ; }
 # The collection as users get it, built once: every path in the tarball against
 # tests/collection_contents.txt, the docs of every module, filter and role as ansible-doc reads them
