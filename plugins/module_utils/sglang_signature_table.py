@@ -524,8 +524,9 @@ SIGNATURES = (
              'source': 'sgl-project/sglang sgl-kernel/csrc/allreduce/custom_all_reduce.cuh (CUDACHECK)'},
             {'re': r'cudaErrorIllegalAddress', 'source': 'CUDA runtime error enum cudaErrorIllegalAddress, by name (flashinfer)'},
             # the same fault on AMD GPUs, as the ROCm runtime aborts the queue
-            {'re': r'(?P<error>HSA_STATUS_ERROR_EXCEPTION): An HSAIL operation resulted in a hardware exception',
-             'source': 'ROCm ROCR-Runtime hsa_status_string(HSA_STATUS_ERROR_EXCEPTION)'},
+            {'re': r'(?P<error>HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|MEMORY_FAULT|ILLEGAL_INSTRUCTION)): ',
+             'source': 'ROCm ROCR-Runtime hsa_status_string (HSA_STATUS_ERROR_EXCEPTION: a hardware exception, '
+                       'MEMORY_APERTURE_VIOLATION: an address beyond the largest legal one, MEMORY_FAULT, ILLEGAL_INSTRUCTION)'},
             # and as its GPU page-fault handler reports a kernel's bad address before it aborts the process
             {'re': r'(?P<error>Memory access fault by GPU node-\d+) \(Agent handle: \S+\) on address \S+\. Reason: ',
              'source': 'ROCm ROCR-Runtime core/runtime/runtime.cpp::Runtime::VMFaultHandler'},
