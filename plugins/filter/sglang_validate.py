@@ -104,11 +104,21 @@ def _port_ok(value):
 
 
 def variable_problems(v, hostname, group_names, groups):
-    """The checks of the role's variables alone (no host facts); ``v`` maps each variable to its value."""
-    problems = []
-    envelope = v['sglang_service_envelope']
-    env_is_map = isinstance(envelope, dict)
+    """The checks of the role's variables alone (no host facts); ``v`` maps each variable to its value. One function a
+    topic, in the order the problems are listed."""
+    problems = _group_problems(hostname, group_names)
+    for topic in (_name_problems, _envelope_problems, _gpu_class_problems, _listen_problems, _environment_problems,
+                  _path_problems, _verdict_problems, _timing_problems, _account_problems):
+        problems += topic(v)
+    problems += multinode_problems(v, hostname, groups)
+    problems += gate_problems(v)
+    problems += _memory_check_problems(v)
+    return problems
 
+
+def _group_problems(hostname, group_names):
+    """A host of sglang_servers belongs to exactly one GPU-class group."""
+    problems = []
     if 'sglang_servers' in group_names:
         gpu_groups = [g for g in group_names if g.startswith('gpu_')]
         if len(gpu_groups) != 1:
@@ -116,11 +126,24 @@ def variable_problems(v, hostname, group_names, groups):
                 '%s is in %d GPU-class groups (%s): a host of sglang_servers must be in exactly one gpu_* group, the one whose '
                 'group_vars give its sglang_service_gpu_class and sglang_service_envelope.'
                 % (hostname, len(gpu_groups), ', '.join(gpu_groups) if gpu_groups else 'none'))
+    return problems
 
+
+def _name_problems(v):
+    """The unit's name."""
+    problems = []
     name = v['sglang_service_name']
     if not (_match(r'^[A-Za-z0-9][A-Za-z0-9:_.-]{0,200}\Z', name) and not re.match(r'.*[.]service$', name)):
         problems.append('sglang_service_name must be a unit name without ".service": letters, digits, \':\', \'_\', \'.\', \'-\' '
                         '(for example sglang-qwen); got %s.' % _json(name))
+    return problems
+
+
+def _envelope_problems(v):
+    """The envelope: SGLang's flags, with absolute model paths and sane numbers."""
+    problems = []
+    envelope = v['sglang_service_envelope']
+    env_is_map = isinstance(envelope, dict)
 
     if not (env_is_map and _match('^/', envelope.get('model_path', ''))
             and _match('^/', envelope.get('speculative_draft_model_path', '/'))):
@@ -146,7 +169,12 @@ def variable_problems(v, hostname, group_names, groups):
         if bad_counts:
             problems.append('sglang_service_envelope.%s must be a positive integer (1, 2, 3, ...); got %s.' % (
                 ', sglang_service_envelope.'.join(k for k, dummy in bad_counts), _json(dict(bad_counts))))
+    return problems
 
+
+def _gpu_class_problems(v):
+    """The GPU class the host group declares."""
+    problems = []
     gpu_class = v['sglang_service_gpu_class']
     if not (isinstance(gpu_class, dict) and (
             not gpu_class or (
@@ -159,7 +187,12 @@ def variable_problems(v, hostname, group_names, groups):
             'sglang_service_gpu_class must be {} or exactly {name: <nvidia-smi\'s GPU name>, count: <GPUs, 1 or more>, '
             'memory_total_mib: <MiB per GPU, 1 or more>, compute_cap: <quoted, such as "8.6">} (the host\'s GPU-class group file '
             'sets it); got %s.' % _json(gpu_class))
+    return problems
 
+
+def _listen_problems(v):
+    """Where the server listens and what runs it."""
+    problems = []
     if not _port_ok(v['sglang_service_port']):
         problems.append('sglang_service_port must be a TCP port in 1-65535; got %s.' % _json(v['sglang_service_port']))
 
@@ -173,7 +206,12 @@ def variable_problems(v, hostname, group_names, groups):
             'sglang_service_python must be an absolute path (default: the ml_env release\'s bin/python) and '
             'sglang_service_launcher_module a dotted Python module name run with python -m (default sglang.launch_server); '
             'got %s and %s.' % (_json(python), _json(launcher)))
+    return problems
 
+
+def _environment_problems(v):
+    """The unit's environment variables."""
+    problems = []
     environment = v['sglang_service_environment']
     if not (isinstance(environment, dict)
             and all(_match(r'^[A-Za-z_][A-Za-z0-9_]*\Z', k) for k in environment)
@@ -182,7 +220,12 @@ def variable_problems(v, hostname, group_names, groups):
         problems.append(
             'sglang_service_environment must be a dict of environment variables: names of letters, digits and \'_\' not starting '
             'with a digit, values one-line strings or numbers; got %s.' % _json(environment))
+    return problems
 
+
+def _path_problems(v):
+    """Paths the unit names, and the state directory."""
+    problems = []
     relative = [('sglang_service_environment_files', p) for p in v['sglang_service_environment_files'] if not _match('^-?/', p)]
     relative += [('sglang_service_read_write_paths', p) for p in v['sglang_service_read_write_paths'] if not _match('^-?/', p)]
     if not _match('^/.', v['sglang_service_state_dir']):
@@ -206,7 +249,12 @@ def variable_problems(v, hostname, group_names, groups):
             problems.append(state_dir_problem)
         else:
             problems += writable_overlap_problems(v)
+    return problems
 
+
+def _verdict_problems(v):
+    """The verdict's limits, prompt and expected text."""
+    problems = []
     limits = []
     if not _whole(v['sglang_service_verdict_timeout']) or _int(v['sglang_service_verdict_timeout']) < 1:
         limits.append('sglang_service_verdict_timeout must be 1 or more seconds, got %s' % _json(v['sglang_service_verdict_timeout']))
@@ -224,7 +272,12 @@ def variable_problems(v, hostname, group_names, groups):
         limits.append('sglang_service_verdict_expect must be a string (empty: any text), got %s' % _json(v['sglang_service_verdict_expect']))
     if limits:
         problems.append('%s.' % '; '.join(limits))
+    return problems
 
+
+def _timing_problems(v):
+    """The stop timeout, the safety timer and the host lock's lease, each long enough for what it covers."""
+    problems = []
     stop_value = v.get('sglang_service_stop_timeout_s', 60)
     stop = _int(stop_value)
     if not _whole(stop_value) or not 1 <= stop <= 3600:
@@ -251,17 +304,24 @@ def variable_problems(v, hostname, group_names, groups):
         problems.append('sglang_service_host_lock_lease_s must be an integer of seconds above sglang_service_safety_timer_s '
                         '(%s; default 3600), or the host lock could expire while the verdict runs; got %s.'
                         % (_json(v['sglang_service_safety_timer_s']), _json(lease_value)))
+    return problems
 
+
+def _account_problems(v):
+    """The service account and its supplementary groups."""
+    problems = []
     user, extra_groups = v['sglang_service_user'], v['sglang_service_supplementary_groups']
     if not (_match(USER_NAME.pattern, user) and all(_match(USER_NAME.pattern, g) for g in extra_groups)):
         problems.append(
             'sglang_service_user and every entry of sglang_service_supplementary_groups must be a user or group name (lowercase '
             'letters, digits, \'_\' and \'-\', starting with a letter or \'_\', at most 32 characters; default sglang and [video, render]); '
             'got %s and %s.' % (_json(user), _json(extra_groups)))
+    return problems
 
-    problems += multinode_problems(v, hostname, groups)
-    problems += gate_problems(v)
 
+def _memory_check_problems(v):
+    """The memory check's mode."""
+    problems = []
     if v['sglang_service_memory_check'] not in ('refuse', 'warn', 'off'):
         problems.append('sglang_service_memory_check must be refuse, warn or "off" (quoted: YAML reads a bare off as false); got %s.'
                         % _json(v['sglang_service_memory_check']))
