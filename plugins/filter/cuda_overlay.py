@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import pin_problems
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
 
 ENTRY_KEYS = {'name', 'description', 'match', 'wheels', 'probe_imports', 'expect_cuda'}
 MATCH_KEYS = {'compute_caps', 'min_driver_version', 'min_cuda_version', 'simulated'}

@@ -12,61 +12,23 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-ENVELOPE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import envelope_argv
+
 # systemd splits ExecStart= itself (no shell), honouring quotes and backslash escapes;
 # a word needs quoting when it holds whitespace, quotes, backslashes or ';' alone.
 SYSTEMD_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")  # \Z: "$" would let a trailing line break through
 
 
-def _kind(value):
-    # Ansible hands filters its own subclasses (_AnsibleLazyTemplateDict, ...); name the YAML kind
-    for kind, name in ((dict, "dict"), (list, "list"), (tuple, "list"), (bool, "boolean"), (str, "string"),
-                       (int, "integer"), (float, "float")):
-        if isinstance(value, kind):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-def _scalar_text(key, value):
-    if isinstance(value, bool):
-        raise AnsibleFilterError(f"sglang_service_envelope.{key}: a list may not hold booleans")
-    if isinstance(value, (int, float, str)):
-        text = str(value)
-        if "\n" in text or "\r" in text or "\x00" in text:
-            raise AnsibleFilterError(f"sglang_service_envelope.{key}: value must be a single line without NUL bytes")
-        return text
-    raise AnsibleFilterError(
-        f"sglang_service_envelope.{key}: value {value!r} has type {_kind(value)}; "
-        "allowed: string, integer, float, boolean, or a list of those (not booleans)"
-    )
-
-
 def sglang_argv(envelope):
-    """Render an envelope dict to SGLang argv tokens.
+    """Render an envelope dict to SGLang argv tokens (module_utils sglang_args.envelope_argv).
 
     ``mem_fraction_static: 0.85`` -> ``--mem-fraction-static 0.85``; ``true`` -> bare flag;
     ``false`` / ``null`` -> omitted; a list repeats the flag once per item.
     """
-    if not isinstance(envelope, dict):
-        raise AnsibleFilterError(f"sglang_service_envelope must be a dict of SGLang flags, got {_kind(envelope)}")
-    argv = []
-    for key, value in envelope.items():
-        if not isinstance(key, str) or not ENVELOPE_KEY.match(key):
-            raise AnsibleFilterError(
-                f"sglang_service_envelope key {key!r} is not a flag name: use lowercase words joined by '_' "
-                "(mem_fraction_static for --mem-fraction-static)"
-            )
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                argv.extend([flag, _scalar_text(key, item)])
-        else:
-            argv.extend([flag, _scalar_text(key, value)])
-    return argv
+    try:
+        return envelope_argv(envelope)
+    except ValueError as e:
+        raise AnsibleFilterError(str(e))
 
 
 def systemd_quote(argv, environment=False):

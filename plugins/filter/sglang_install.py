@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import digest_problems, requirement_lines, wheel_pin_problems
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import digest_problems, requirement_lines, wheel_pin_problems
 
 KEYS = {'wheel': ('name', 'version', 'sha256'), 'patch': ('path', 'sha256')}
 

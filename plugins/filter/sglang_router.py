@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import is_host_name_or_address, unsafe_chars
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import is_host_name_or_address, unsafe_chars
 
 DEFAULT_FRONTS = ['sglang_servers']
 DEFAULT_SERVICE_PORT = 30000

@@ -13,18 +13,14 @@ import json
 import numbers
 import re
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
     is_loopback, parse_booleans, root_dir_problem, root_owned_problems, unit_value_problems)
-from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name, secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import COUNT_KEYS, envelope_argv, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import (
     WORKLOAD_DEFAULTS, confidence_ok, noise_cv_ok, parse_prompts, ttft_limit_problem, workload_spec, worst_case_s)
-from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv
 
-COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
-              'speculative_num_steps', 'speculative_num_draft_tokens', 'speculative_eagle_topk', 'speculative_ddtree_budget')
 USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]{0,31}\Z')
 # the role's booleans this filter reads, parsed once before any check reads them
 BOOLEANS = ('sglang_service_expose_api', 'sglang_service_api_key_waived', 'sglang_service_gate')
@@ -156,9 +152,9 @@ def _envelope_problems(v):
             problems.append('sglang_service_envelope must not hold host or port: set sglang_service_host (default 127.0.0.1) and '
                             'sglang_service_port (1-65535) instead; the verdict and the port check read those.')
         try:
-            sglang_argv(envelope)
-        except AnsibleFilterError as e:
-            problems.append(str(e.message if hasattr(e, 'message') else e))
+            envelope_argv(envelope)
+        except ValueError as e:
+            problems.append(str(e))
         if 'mem_fraction_static' in envelope:
             fraction = envelope['mem_fraction_static']
             if not (_is_number(fraction) and 0 < fraction < 1):

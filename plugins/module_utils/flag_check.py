@@ -18,25 +18,16 @@ import tempfile
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check as flag_probe
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
+# which flags carry a secret is SGLang's argument knowledge (sglang_args); masking and scrubbing texts is here
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import is_secret_flag
 
 MASK = '********'
-# The one list of secret-bearing flags, for SGLang and the router alike: the envelope, the router's
-# args, the flag check's failure messages and the fleet report all ask is_secret_flag.
-# SGLang's own (the watermark config holds keys; SGLang redacts it too)
-SECRET_FLAGS = ('--api-key', '--admin-api-key', '--ssl-keyfile-password', '--watermark-config')
-# words, not substrings: --max-total-tokens and --tokenizer-path carry no secret; api-key(s) as a
-# pair also catches the router's --control-plane-api-keys
-_SECRET_WORD = re.compile(r'(?:^|-)(?:password|passwd|secret|token|api-keys?)(?:$|-)')
 # `--flag value` or `--flag=value` inside free text (a journal line, a failure message), with the words after the
 # value that do not start with '-' (the further values of a flag that takes several)
 _WORD = r'(?:\'[^\']*\'|"[^"]*"|[^\s\'"]+)'
 _FLAG_IN_TEXT = re.compile(r'(--[A-Za-z0-9][A-Za-z0-9_-]*)(=|\s+)(' + _WORD + r')((?:\s+(?!-)' + _WORD + r')*)')
 # flags that take several values, each a secret (the router's --api-keys, --control-plane-api-keys)
 _MULTI_VALUE = re.compile(r'-keys$')
-# argparse accepts a unique prefix of a flag, so `--api-k` still carries the API key
-_MIN_ABBREV = 5
-# complete SGLang flags that happen to be prefixes of a secret one (a path, not a secret)
-_NOT_SECRET = ('--ssl-keyfile',)
 RESULT_MARK = flag_probe.MARK
 _ARGUMENT = re.compile(r'argument (-[^\s:/]+)')
 _NOT_RUN = ' (refused before the service was touched)'
@@ -44,15 +35,6 @@ _NOT_RUN = ' (refused before the service was touched)'
 
 class ProbeError(Exception):
     """The probe did not answer: no interpreter, a crash, a timeout, output that is no answer."""
-
-
-def is_secret_flag(flag):
-    name = flag.split('=', 1)[0]
-    if not name.startswith('--') or len(name) < 3 or name in _NOT_SECRET:
-        return False
-    if name in SECRET_FLAGS or _SECRET_WORD.search(name[2:]):
-        return True
-    return len(name) >= _MIN_ABBREV and any(secret.startswith(name) for secret in SECRET_FLAGS)
 
 
 # environment names that carry a secret: *_KEY, *_TOKEN, *_SECRET and anything with PASSWORD (SGLANG_API_KEY, HF_TOKEN,
@@ -63,13 +45,6 @@ _SECRET_ENV = re.compile(r'(?:^|_)(?:KEY|TOKEN|SECRET)(?:$|_)|PASSW(?:OR)?D', re
 def is_secret_env_name(name):
     """Whether an environment variable's name says it carries a secret (the one rule, with is_secret_flag's)."""
     return bool(_SECRET_ENV.search(str(name)))
-
-
-def secret_arg_names(args):
-    """The names of a dict of flags (``api_key`` for ``--api-key``) whose flag carries a secret, sorted."""
-    if not isinstance(args, dict):
-        return []
-    return sorted(str(name) for name in args if is_secret_flag('--' + str(name).replace('_', '-')))
 
 
 def is_multi_value(flag):

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
 from ansible_collections.ddtree.sglang.plugins.module_utils.api_probe import HttpProbe
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import server_args_from_argv
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as signatures
 
 JOURNAL_TAIL = 40
@@ -220,7 +221,7 @@ class HealthCheck:
         path = self.state.get('FragmentPath') or ''
         try:
             with open(path) as unit_file:
-                return signatures.server_args_from_argv(systemd.exec_start_argv(unit_file.read()))
+                return server_args_from_argv(systemd.exec_start_argv(unit_file.read()))
         except (IOError, OSError, UnicodeDecodeError):
             return {}
 

@@ -226,27 +226,6 @@ class _Defaulting(string.Formatter):
         return value
 
 
-def server_args_from_argv(argv):
-    """``--flag value`` / bare ``--flag`` words of a launch_server command line -> {flag_name: value}.
-
-    Names use underscores like the envelope (``--mem-fraction-static`` -> ``mem_fraction_static``);
-    a bare flag maps to ``True``. Words before the first flag (python, -m, module) are skipped.
-    """
-    args = {}
-    name = None
-    for word in argv:
-        if word.startswith('--'):
-            flag, eq, value = word[2:].partition('=')
-            name = flag.replace('-', '_')
-            args[name] = value if eq else True
-            if eq:
-                name = None
-        elif name is not None:
-            args[name] = word
-            name = None
-    return args
-
-
 def _number(text):
     try:
         value = float(text)

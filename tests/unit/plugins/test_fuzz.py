@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_flags import sglang_argv, systemd_quote
 from ansible_collections.ddtree.sglang.plugins.module_utils import systemd as jr
+from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_args
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as sg
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -232,7 +233,7 @@ def test_any_journal_output_parses_and_gives_a_verdict(data):
     reader = jr.JournalReader(lambda argv: (0, data, b''), 'd702c87bd75b4c0d814920a15dab0820')
     assert reader.poll() == entries
     assert all(isinstance(t, tuple) and isinstance(t[1], str) for t in reader.timed_lines)
-    _check_verdict(reader.lines, sg.server_args_from_argv(['--context-length', 'nan', '--mem-fraction-static', 'inf']))
+    _check_verdict(reader.lines, sglang_args.server_args_from_argv(['--context-length', 'nan', '--mem-fraction-static', 'inf']))
     if cursor is not None:
         assert cursor == [e['cursor'] for e in entries if e['cursor']][-1]
 
@@ -280,7 +281,7 @@ WORD = st.one_of(TEXT, st.sampled_from(['--context-length', '--mem-fraction-stat
 @FUZZ
 @given(st.lists(WORD, max_size=20))
 def test_server_args_and_sizing_never_raise(argv):
-    args = sg.server_args_from_argv(argv)
+    args = sglang_args.server_args_from_argv(argv)
     assert isinstance(args, dict)
     assert all(v is True or isinstance(v, str) for v in args.values())
     values = sg.sizing_values(args)

@@ -6,11 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import (
-    ml_env_release_id,
-    ml_env_requirements,
-    pin_problems,
-)
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_release_id, ml_env_requirements
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
 
 SHA = 'a' * 64
 

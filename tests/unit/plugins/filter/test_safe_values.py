@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.ddtree.sglang.plugins.filter.safe_values import (
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
     is_loopback, parse_booleans, root_dir_problems, scrub_secrets, secret_values_valid, unit_value_problems)
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import sglang_router_worker_urls, url_problem
 

@@ -453,7 +453,7 @@ def test_root_control_directories_and_their_parents_must_be_root_only_on_the_hos
 
 
 def test_path_and_parents_lists_each_once_up_to_the_root():
-    from ansible_collections.ddtree.sglang.plugins.filter.safe_values import path_and_parents
+    from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import path_and_parents
     assert path_and_parents(['/var/lib/ddtree-sglang', '/var/lib/x', 'relative', None]) == [
         '/var/lib/ddtree-sglang', '/var/lib', '/var', '/', '/var/lib/x']
 

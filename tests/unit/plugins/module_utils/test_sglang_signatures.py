@@ -7,6 +7,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_args
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_signatures as sig
 
 # Every excerpt below names where its wording comes from: the source file and function that
@@ -326,18 +327,18 @@ ExecStart=/root/ml-env/bin/python -m sglang.launch_server --model-path /root/mod
 def test_server_args_from_the_unit():
     from ansible_collections.ddtree.sglang.plugins.module_utils.systemd import exec_start_argv
 
-    args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
+    args = sglang_args.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
     assert args['mem_fraction_static'] == '0.88'
     assert args['context_length'] == '131072'
     assert args['speculative_ddtree_shadow_linear'] is True
     assert args['served_model_name'] == 'Qwen 3.6 (27B)'
-    assert sig.server_args_from_argv(['python', '-m', 'x', '--port=3']) == {'port': '3'}
+    assert sglang_args.server_args_from_argv(['python', '-m', 'x', '--port=3']) == {'port': '3'}
 
 
 def test_pool_advice_names_the_unit_values_and_the_direction():
     from ansible_collections.ddtree.sglang.plugins.module_utils.systemd import exec_start_argv
 
-    args = sig.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
+    args = sglang_args.server_args_from_argv(exec_start_argv(FIELD_NOTES_UNIT))
     line = 'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88'
     cause, _diagnosis, advice, _lines = sig.diagnose([line], args)
     assert cause == 'mem_pool_too_small'

@@ -22,6 +22,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.ddtree.sglang.tests.unit.plugins.modules.utils import ExitJson, FailJson, exits  # noqa: F401 pylint: disable=unused-import
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import flag_check as fcu
+from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_args
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_flag_check as fc
 
 SECRET = 'sk-live-5f0c2a9e7b3d'
@@ -159,10 +160,10 @@ def test_secret_flag_at_the_end_has_no_value():
 
 def test_secret_flags_are_words_not_substrings():
     for flag in ('--max-total-tokens', '--tokenizer-path', '--ssl-keyfile', '--ssl-keyfile=/k.pem', '--a', 'api-key'):
-        assert not fcu.is_secret_flag(flag), flag
+        assert not sglang_args.is_secret_flag(flag), flag
     # argparse takes a unique prefix of --api-key as --api-key
     for flag in ('--api-key', '--watermark-config', '--hf-token', '--db-password', '--client-secret-file', '--admin-api', '--api'):
-        assert fcu.is_secret_flag(flag), flag
+        assert sglang_args.is_secret_flag(flag), flag
 
 
 def test_scrub_reaches_nested_strings():
@@ -379,8 +380,8 @@ def test_module_without_sglang_fails_even_when_told_not_to(tmp_path):
 def test_one_list_names_the_secret_args_of_sglang_and_the_router():
     args = {'api_key': 'a', 'admin_api_key': 'b', 'ssl_keyfile_password': 'c', 'control_plane_api_keys': 'd',
             'ssl_keyfile': '/k.pem', 'max_total_tokens': 8, 'tokenizer_path': '/t', 'retry_max_retries': 3}
-    assert fcu.secret_arg_names(args) == ['admin_api_key', 'api_key', 'control_plane_api_keys', 'ssl_keyfile_password']
-    assert fcu.secret_arg_names(['api_key']) == []
+    assert sglang_args.secret_arg_names(args) == ['admin_api_key', 'api_key', 'control_plane_api_keys', 'ssl_keyfile_password']
+    assert sglang_args.secret_arg_names(['api_key']) == []
 
 
 def test_scrub_masks_secret_flag_values_written_in_text():
