@@ -6,7 +6,7 @@
 # out, one warm-up), alternating so that both arms see the same machine, each timed by this
 # script's clock from the start of ansible-playbook to its end. min_ratio 0.5: the bench measures the
 # cost, not a refusal. The gate's own seconds (gate_s) and numbers come from the host's results file.
-# The server is the lab's SIMULATED SGLang (docs/lab.md, "Throughput model"): its tokens/s are the
+# The server is the lab's SIMULATED SGLang (docs/dev/lab.md, "Throughput model"): its tokens/s are the
 # model's, so the gate's seconds here are those of this workload at the model's speed.
 # Raw records: bench/results/gate_cost/<arm>-<n>.log (ignored), summary bench/results/gate_cost.{md,json}.
 # Usage: bench/gate_cost.sh   env BENCH_HOST (default ct200), BENCH_RUNS (3)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real-GPU check of the ml-env probe: runs bench/real_gpu_check.yml (gpu_facts and the ml-env probe, local
 # connection) on a machine with a real NVIDIA GPU and leaves real_gpu_check.json and the log in
-# REAL_GPU_CHECK_OUT (default bench/results). docs/real-gpu-check.md holds what it gave on an H200.
+# REAL_GPU_CHECK_OUT (default bench/results). docs/dev/real-gpu-check.md holds what it gave on an H200.
 #
 # Usage: bench/real_gpu_check.sh [python]     python: the interpreter with the CUDA torch
 #                                             (default: python3 on PATH)

@@ -33,7 +33,7 @@ stage_lint() { ansible-lint --profile production ; }
 stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint && python tests/changelog_fragments.py ; }
-stage_docs() { scripts/role_docs.sh --check ; }
+stage_docs() { scripts/role_docs.sh --check && python tests/docs_links.py ; }
 # The collection as users get it, built once: every path in the tarball against
 # tests/collection_contents.txt, the docs of every module, filter and role as ansible-doc reads them
 # from the installed copy, version numbers (galaxy.yml, version_added, changelog) in agreement, and
@@ -71,7 +71,7 @@ stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc
 # beside the building kind. Lane 1: default, which builds the wheelhouse first (the other lanes' lab stages
 # wait for it under its lock). Lane 2: the checks without lab hosts (while the wheelhouse builds),
 # lab_units, bad_input, fleet. Lane 3: safety_net (about nine minutes of timer windows), zero_downtime's
-# hosts, hardening: the three end within minutes of each other (docs/testing.md, stage times).
+# hosts, hardening: the three end within minutes of each other (docs/dev/testing.md, stage times).
 # None of them times anything the load on the others could upset (default's and
 # safety_net's bounds, the verdict within 5 s of the fatal line and the timer's windows, have seconds
 # to spare); zero_downtime's load phase compares latencies: it runs alone.

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(LAB, "sglang_sim"))
 
 from sglang_sim import memory  # noqa: E402  pylint: disable=wrong-import-position
 from sglang_sim.args import build_parser  # noqa: E402  pylint: disable=wrong-import-position
-from sglang_sim.launch_server import api_key_from_environment  # noqa: E402  pylint: disable=wrong-import-position
+from sglang_sim.launch_server import Knobs, api_key_from_environment  # noqa: E402  pylint: disable=wrong-import-position
 
 TARGET = os.path.join(LAB, "models", "Qwen3.6-27B")
 DRAFT = os.path.join(LAB, "models", "Qwen3.6-27B-DFlash")
@@ -142,6 +142,15 @@ def test_unknown_flag_exits_2(sim_env):
     out = run_to_exit(env, argv(models, free_port(), "--no-such-flag"))
     assert out.returncode == 2
     assert "launch_server.py: error: unrecognized arguments: --no-such-flag" in out.stderr
+
+
+def test_load_jitter_is_seconds_at_least_zero_and_a_bad_value_is_refused(sim_env):
+    assert [Knobs({"SGLANG_SIM_LOAD_JITTER_S": text}).load_jitter_s() for text in ("", "2.5", "0", "-1", "inf", "soon")] == [
+        0.0, 2.5, 0.0, None, None, None]
+    env, models = sim_env
+    done = run_to_exit(dict(env, SGLANG_SIM_LOAD_JITTER_S="-1"), argv(models, free_port(), *HEALTHY))
+    assert done.returncode == 2
+    assert done.stderr == "sglang_sim: SGLANG_SIM_LOAD_JITTER_S='-1' is not a number of seconds >= 0\n"
 
 
 def test_missing_model_config(sim_env, tmp_path):

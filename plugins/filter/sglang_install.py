@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pins of the SGLang install (role sglang_install), checked on the controller before any host changes.
 
-A wheel pin is ``{name, version, sha256}``, a patch pin ``{path, sha256}`` (docs/INTERFACES.md).
+A wheel pin is ``{name, version, sha256}``, a patch pin ``{path, sha256}`` (docs/dev/INTERFACES.md).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ PHASES = (
     'ready',
 )
 
-# Wording SGLang prints when it enters a phase (see docs/INTERFACES.md). Each TP rank
+# Wording SGLang prints when it enters a phase (see docs/dev/INTERFACES.md). Each TP rank
 # prints its own copy and ranks interleave, so phase_of() keeps the furthest phase seen
 # rather than the last line's.
 _PHASE_MARKERS = (

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every benchmark figure quoted in README.md, docs/benchmarks.md and docs/ssh.md matches its record in bench/results/.
+"""Every benchmark figure quoted in README.md, docs/dev/benchmarks.md and docs/ssh.md matches its record in bench/results/.
 
-Each table of docs/benchmarks.md that quotes a benchmark is recomputed here from the JSON the
+Each table of docs/dev/benchmarks.md that quotes a benchmark is recomputed here from the JSON the
 benchmark wrote (medians, spreads, ratios, counts, percentiles), cell by cell; the zero-downtime
 JSON is recomputed in turn from the kept per-request records. A figure edited by hand, or a rerun
 whose records were not copied into the docs, fails here.
@@ -57,7 +57,7 @@ def tables(text):
     return found
 
 
-BENCHMARKS = read('docs', 'benchmarks.md')
+BENCHMARKS = read('docs', 'dev', 'benchmarks.md')
 README = read('README.md')
 
 
@@ -139,7 +139,7 @@ def test_verdict_latency_report_is_its_records():
 
 
 def test_verdict_latency_tables_in_the_docs_are_the_reports():
-    """docs/benchmarks.md quotes both tables of the report whole: a row edited, added or deleted fails."""
+    """docs/dev/benchmarks.md quotes both tables of the report whole: a row edited, added or deleted fails."""
     report = tables(read('bench', 'results', 'verdict_latency.md'))
     quoted = tables(section(BENCHMARKS, 'Verdict latency'))
     assert len(report) == 2

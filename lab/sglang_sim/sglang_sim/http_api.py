@@ -63,7 +63,7 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
         # the throughput model's inputs: the GPU class (nvidia-smi's compute capability) and the slow fault's share
         self.compute_cap = compute_cap
         self.slow_share = slow_share
-        # SIMULATED run-to-run noise (docs/lab.md): this process's speed, drawn once, and each request's spread
+        # SIMULATED run-to-run noise (docs/dev/lab.md): this process's speed, drawn once, and each request's spread
         self._rng = random.Random()
         self.process_speed = math.exp(self._rng.gauss(0.0, noise[0])) if noise[0] else 1.0
         self.request_noise = noise[1]

@@ -3,7 +3,9 @@
 Parses the real flags, reads the GPUs from nvidia-smi and the model shapes from config.json,
 replays SGLang's start-up (weights, pools, CUDA graphs, HTTP bind, warm-up) with its log
 wording and the verdict of sglang_sim.memory, then serves SGLang's HTTP API with simulated
-text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE;
+text. Fault knobs (environment): SGLANG_SIM_FAULT, SGLANG_SIM_FAULT_DELAY_S, SGLANG_SIM_TIME_SCALE,
+SGLANG_SIM_LOAD_JITTER_S (loading the weights takes up to that many seconds more, uniformly at random, so that
+what follows, a crash included, does not come at the same moment after every start);
 SGLANG_SIM_FAULT=replay prints the real failure log in the file SGLANG_SIM_REPLAY (sglang_sim.replay);
 SGLANG_SIM_GENERATE_S makes every generation take that long; otherwise a generation takes the time of the
 SIMULATED throughput model (sglang_sim.throughput), and SGLANG_SIM_FAULT=slow serves healthy but with
@@ -13,6 +15,7 @@ The API key comes from --api-key or, without it, from SGLANG_API_KEY (as with th
 """
 
 import os
+import random
 import signal
 import sys
 import threading
@@ -28,7 +31,7 @@ FAULTS = ("none", "crash_in_graph_capture", "triton_error_in_graph_capture", "ha
           "crash_after_serving", "replay", "slow")
 DEFAULT_FAULT_DELAY_S = 5.0
 DEFAULT_SLOW_SHARE = 0.3
-# SIMULATED noise (docs/lab.md, from public SGLang figures): a server process's mean tokens/s spreads 0.5 % between
+# SIMULATED noise (docs/dev/lab.md, from public SGLang figures): a server process's mean tokens/s spreads 0.5 % between
 # restarts (SGLang's CI, sgl-project/sglang#40617: 0.1-0.8 %), each request's 2 %, so that a round of 24 requests
 # spreads about as repeated runs on one server do (sgl-project/sglang#34072: 0.4 %)
 DEFAULT_NOISE = (0.005, 0.02)
@@ -47,11 +50,13 @@ class Knobs:  # pylint: disable=too-few-public-methods
         self.fault = environ.get("SGLANG_SIM_FAULT", "none").strip() or "none"
         self.delay_s = float(environ.get("SGLANG_SIM_FAULT_DELAY_S", DEFAULT_FAULT_DELAY_S))
         self.time_scale = float(environ.get("SGLANG_SIM_TIME_SCALE", "1.0"))
+        # read as text: main() refuses a value that is no number of seconds >= 0
+        self.load_jitter_text = environ.get("SGLANG_SIM_LOAD_JITTER_S", "").strip() or "0"
         generate_s = environ.get("SGLANG_SIM_GENERATE_S", "").strip()
         self.generate_s = float(generate_s) if generate_s else None
         # read as text: main() refuses a value that is not a share in [0, 1)
         self.slow_share_text = environ.get("SGLANG_SIM_SLOW_SHARE", "").strip() or str(DEFAULT_SLOW_SHARE)
-        # SIMULATED run-to-run noise: the spread of a process's speed and of each request's (docs/lab.md)
+        # SIMULATED run-to-run noise: the spread of a process's speed and of each request's (docs/dev/lab.md)
         self.noise_text = (environ.get("SGLANG_SIM_NOISE_PROCESS", "").strip() or str(DEFAULT_NOISE[0]),
                            environ.get("SGLANG_SIM_NOISE_REQUEST", "").strip() or str(DEFAULT_NOISE[1]))
 
@@ -62,6 +67,14 @@ class Knobs:  # pylint: disable=too-few-public-methods
         except ValueError:
             return None
         return spreads if all(0 <= s <= 0.5 for s in spreads) else None
+
+    def load_jitter_s(self):
+        """The most seconds loading the weights takes on top of its phase, or None when it is no number >= 0."""
+        try:
+            jitter = float(self.load_jitter_text)
+        except ValueError:
+            return None
+        return jitter if 0 <= jitter < float("inf") else None
 
     def slow_share(self):
         """The slow fault's share of tokens/s lost, or None when SGLANG_SIM_SLOW_SHARE is no share in [0, 1)."""
@@ -168,7 +181,7 @@ def _load_weights(args, plan, cfgs, knobs):
     log.info(f"Init torch distributed ends. mem usage={plan.overhead_gib - memory.CUDA_CONTEXT_GIB:.2f} GB", rank=0)
     avail = gpu - plan.overhead_gib
     log.info(f"Load weight begin. avail mem={avail:.2f} GB", rank=0)
-    knobs.sleep("target_weights", knobs.delay_s if knobs.fault == "slow_start" else 0.0)
+    knobs.sleep("target_weights", (knobs.delay_s if knobs.fault == "slow_start" else 0.0) + random.uniform(0.0, knobs.load_jitter_s()))
     avail -= plan.target_weights_gib
     dtype = cfgs[0].get("torch_dtype", "bfloat16")
     log.info(f"Load weight end. type={cfgs[0]['architectures'][0]}, dtype=torch.{dtype}, avail mem={avail:.2f} GB, "
@@ -403,6 +416,9 @@ def main(argv=None):
         return 2
     if knobs.slow_share() is None:
         sys.stderr.write(f"sglang_sim: SGLANG_SIM_SLOW_SHARE={knobs.slow_share_text!r} is not a share of tokens/s in [0, 1)\n")
+        return 2
+    if knobs.load_jitter_s() is None:
+        sys.stderr.write(f"sglang_sim: SGLANG_SIM_LOAD_JITTER_S={knobs.load_jitter_text!r} is not a number of seconds >= 0\n")
         return 2
     if knobs.noise() is None:
         sys.stderr.write(f"sglang_sim: SGLANG_SIM_NOISE_PROCESS, SGLANG_SIM_NOISE_REQUEST={knobs.noise_text!r} are not spreads in [0, 0.5]\n")

@@ -1,4 +1,4 @@
-"""SIMULATED decode throughput: a model, not a measurement (docs/lab.md, "Throughput model (simulated)").
+"""SIMULATED decode throughput: a model, not a measurement (docs/dev/lab.md, "Throughput model (simulated)").
 
 The time a generation takes on the lab's simulated SGLang, from what sets it on a real GPU:
 
@@ -19,7 +19,7 @@ Text (SIMULATED): a speculative algorithm's accept length is multiplied by text_
 or more, as prose), 1.0 under 20 words: a draft model guesses predictable text more often. Plain
 decoding is unaffected.
 Noise (SIMULATED): tokens/s is multiplied by ``speed``, the server process's factor times the request's
-(launch_server: SGLANG_SIM_NOISE_PROCESS and SGLANG_SIM_NOISE_REQUEST, docs/lab.md).
+(launch_server: SGLANG_SIM_NOISE_PROCESS and SGLANG_SIM_NOISE_REQUEST, docs/dev/lab.md).
 Time before the first token: prompt tokens / (PREFILL_TOKENS_PER_S_1 * tp_size ** 0.5); then
 decode steps of step_s = accept_length / tokens_per_s each, step k bringing the count to
 min(n, floor(k * accept_length)), at least one token a step (decode_steps).

@@ -31,7 +31,7 @@ def facts(name, cap, count=1, driver='580.95.05', cuda='13.0', simulated=False):
             'gpus': [{'index': i, 'name': name, 'compute_cap': cap, 'memory_total_mib': 1} for i in range(count)]}
 
 
-# the H200 as nvidia-smi answered on the borrowed machine (docs/real-gpu-check.md)
+# the H200 as nvidia-smi answered on the borrowed machine (docs/dev/real-gpu-check.md)
 H200 = facts('NVIDIA H200', '9.0', driver='580.159.04')
 A6000 = facts('NVIDIA RTX A6000', '8.6', count=2)
 RTXPRO = facts('NVIDIA RTX PRO 6000 Blackwell Workstation Edition', '12.0', count=8)
