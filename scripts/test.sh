@@ -77,11 +77,14 @@ stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc
 # to spare); zero_downtime's load phase compares latencies: it runs alone.
 STAGES=("molecule_default+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts,molecule_hardening"
         molecule_zero_downtime_load)
-[ $# -gt 0 ] && STAGES=("$@")
-passed=0; failed=0; failed_names=()
+full_run=true
+[ $# -gt 0 ] && STAGES=("$@") && full_run=false
+passed=0; failed=0; failed_names=(); stage_times=()
+run_start=$SECONDS
 record() {  # record STAGE RC SECONDS
   local result=ok
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$1"); result=FAILED; fi
+  stage_times+=("$1 $2 $3")
   printf '======== %s: %s in %ss\n' "$1" "$result" "$3"
 }
 for stage in "${STAGES[@]}"; do
@@ -117,5 +120,9 @@ for stage in "${STAGES[@]}"; do
   rm -rf "$logs"
 done
 [ $failed -gt 0 ] && echo "failed stages: ${failed_names[*]}"
+# the stage times, printed, and for a full run kept in bench/results/make_test.json (the last full run's record;
+# docs/dev/testing.md reads its figures there, not from a table of its own)
+printf '%s\n' "${stage_times[@]}" | python scripts/stage_times.py "$((SECONDS - run_start))" \
+  "$( $full_run && echo bench/results/make_test.json )" "${STAGES[*]}"
 echo "stages: $passed passed, $failed failed"
 [ $failed -eq 0 ]
