@@ -25,8 +25,15 @@ def load_run(path):
         if delays.get('first_us') and delays.get('ready_us'):
             start = (delays['ready_us'] - delays['first_us']) / 1e6
         deploy = (row.get('timings') or {}).get('deploy_s')
-        hosts.append({'host': row['host'], 'outcome': row['outcome'], 'deploy_s': deploy, 'sim_start_s': start,
-                      'overhead_s': round(deploy - start, 2) if deploy is not None and start is not None else None})
+        hosts.append(
+            {
+                'host': row['host'],
+                'outcome': row['outcome'],
+                'deploy_s': deploy,
+                'sim_start_s': start,
+                'overhead_s': round(deploy - start, 2) if deploy is not None and start is not None else None,
+            }
+        )
     run.update(waves=len(report['plan'].get('serial', [])), summary=report.get('summary', {}), host_rows=hosts)
     for key in ('deploy_s', 'sim_start_s', 'overhead_s'):
         values = [h[key] for h in hosts if h[key] is not None]
@@ -70,8 +77,7 @@ def main():
     parser.add_argument('--batch-serial', default='25%')
     parser.add_argument('--md', required=True)
     parser.add_argument('--json', required=True)
-    parser.add_argument('--previous', help='an earlier fleet_upgrade.json: its runs of sizes this run does not '
-                        'measure are kept, marked as earlier')
+    parser.add_argument('--previous', help='an earlier fleet_upgrade.json: its runs of sizes this run does not measure are kept, marked as earlier')
     parser.add_argument('runs', nargs='+')
     args = parser.parse_args()
     runs = [load_run(path) for path in args.runs]
@@ -86,10 +92,11 @@ def main():
     if machine.get('mem_available_before_kib') and machine.get('mem_available_after_kib'):
         machine['mem_used_by_fleet_mib'] = round((machine['mem_available_before_kib'] - machine['mem_available_after_kib']) / 1024)
 
-    lines = ['| hosts | batched (canary + %s) | one at a time (serial 1) | one at a time / batched | waves | '
-             'deploy s per host (batched / one) | simulator start s | control overhead s per host (batched / one) |'
-             % args.batch_serial,
-             '|---|---|---|---|---|---|---|---|']
+    lines = [
+        '| hosts | batched (canary + %s) | one at a time (serial 1) | one at a time / batched | waves | '
+        'deploy s per host (batched / one) | simulator start s | control overhead s per host (batched / one) |' % args.batch_serial,
+        '|---|---|---|---|---|---|---|---|',
+    ]
     sizes = sorted({run['hosts'] for run in runs if run['name'] in ('batched', 'one_at_a_time')})
     for size in sizes:
         batched = next((run for run in runs if run['name'] == 'batched' and run['hosts'] == size), None)
@@ -98,11 +105,22 @@ def main():
         none = {'wall_s': None, 'waves': None, 'mean_deploy_s': '-', 'mean_sim_start_s': '-', 'mean_overhead_s': '-'}
         one, two = batched or none, single or none
         kept_from_earlier = (batched or single).get('earlier')
-        lines.append('| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |' % (
-            '%d (earlier run)' % size if kept_from_earlier else size, _secs(one['wall_s']), _secs(two['wall_s']),
-            '%.2fx' % (two['wall_s'] / one['wall_s']) if batched and single else 'not measured',
-            one['waves'] if batched else '-', two['waves'] if single else '-', one['mean_deploy_s'], two['mean_deploy_s'],
-            (single or batched)['mean_sim_start_s'], one['mean_overhead_s'], two['mean_overhead_s']))
+        lines.append(
+            '| %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s |'
+            % (
+                '%d (earlier run)' % size if kept_from_earlier else size,
+                _secs(one['wall_s']),
+                _secs(two['wall_s']),
+                '%.2fx' % (two['wall_s'] / one['wall_s']) if batched and single else 'not measured',
+                one['waves'] if batched else '-',
+                two['waves'] if single else '-',
+                one['mean_deploy_s'],
+                two['mean_deploy_s'],
+                (single or batched)['mean_sim_start_s'],
+                one['mean_overhead_s'],
+                two['mean_overhead_s'],
+            )
+        )
     variants = [run for run in runs if run['name'] not in ('batched', 'one_at_a_time')]
     if variants:
         biggest = variants[0]['hosts']
@@ -110,17 +128,29 @@ def main():
         header = '| %d hosts | forks | strategy | serial | wall | vs batched, forks 10, linear | deploy s per host | control overhead s per host |'
         lines += ['', header % biggest, '|---|---|---|---|---|---|---|---|']
         for run in ([base] if base else []) + variants:
-            lines.append('| %s | %d | %s | %s | %.0f s | %s | %s | %s |' % (
-                run['name'], run['forks'], run['strategy'], run['serial'], run['wall_s'],
-                '%.2fx' % (run['wall_s'] / base['wall_s']) if base else '-', run['mean_deploy_s'], run['mean_overhead_s']))
+            lines.append(
+                '| %s | %d | %s | %s | %.0f s | %s | %s | %s |'
+                % (
+                    run['name'],
+                    run['forks'],
+                    run['strategy'],
+                    run['serial'],
+                    run['wall_s'],
+                    '%.2fx' % (run['wall_s'] / base['wall_s']) if base else '-',
+                    run['mean_deploy_s'],
+                    run['mean_overhead_s'],
+                )
+            )
     earlier_dates = sorted({run['earlier'] for run in runs if run.get('earlier')})
     bad = [run for run in runs if run['rc'] != 0 or set(run['summary']) - {'upgraded'}]
-    notes = ['', 'Every host upgraded in every run.' if not bad else
-             'Runs where not every host upgraded: ' + ', '.join(
-                 '%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary']) for run in bad)]
+    notes = [
+        '',
+        'Every host upgraded in every run.'
+        if not bad
+        else 'Runs where not every host upgraded: ' + ', '.join('%d (%s, rc %d, %s)' % (run['run'], run['name'], run['rc'], run['summary']) for run in bad),
+    ]
     if earlier_dates:
-        notes.append('Rows marked "earlier run" are kept from the previous results file (%s), not measured in this run.'
-                     % ', '.join(earlier_dates))
+        notes.append('Rows marked "earlier run" are kept from the previous results file (%s), not measured in this run.' % ', '.join(earlier_dates))
     if machine:
         notes.append('Machine: %s' % json.dumps(machine, sort_keys=True))
     text = '\n'.join(lines + notes) + '\n'

@@ -41,10 +41,13 @@ def role_defaults():
     """The gate's settings as the role's defaults give them: one fact, in roles/sglang_service/defaults/main.yml."""
     with open(os.path.join(ROOT, "roles", "sglang_service", "defaults", "main.yml"), encoding="utf-8") as handle:
         defaults = yaml.safe_load(handle)
-    return {"gate_workload": defaults["sglang_service_gate_workload"], "gate_min_ratio": defaults["sglang_service_gate_min_ratio"],
-            "gate_confidence": defaults["sglang_service_gate_confidence"], "gate_noise_cv": defaults["sglang_service_gate_noise_cv"],
-            "gate_prompts_file": defaults["sglang_service_gate_prompts_file"]
-            or os.path.join(ROOT, "roles", "sglang_service", "files", "gate_prompts.jsonl")}
+    return {
+        "gate_workload": defaults["sglang_service_gate_workload"],
+        "gate_min_ratio": defaults["sglang_service_gate_min_ratio"],
+        "gate_confidence": defaults["sglang_service_gate_confidence"],
+        "gate_noise_cv": defaults["sglang_service_gate_noise_cv"],
+        "gate_prompts_file": defaults["sglang_service_gate_prompts_file"] or os.path.join(ROOT, "roles", "sglang_service", "files", "gate_prompts.jsonl"),
+    }
 
 
 def free_port():
@@ -61,8 +64,18 @@ class Server:
         env = dict(env)
         if slow_share:
             env.update(SGLANG_SIM_FAULT="slow", SGLANG_SIM_SLOW_SHARE=slow_share)
-        argv = [sys.executable, "-m", "sglang_sim.launch_server", "--model-path", os.path.join(work, "models", "target"),
-                "--speculative-draft-model-path", os.path.join(work, "models", "draft"), "--port", str(self.port), *SERVER_ARGS]
+        argv = [
+            sys.executable,
+            "-m",
+            "sglang_sim.launch_server",
+            "--model-path",
+            os.path.join(work, "models", "target"),
+            "--speculative-draft-model-path",
+            os.path.join(work, "models", "draft"),
+            "--port",
+            str(self.port),
+            *SERVER_ARGS,
+        ]
         self.log = open(os.path.join(work, "server-%d.log" % self.port), "w", encoding="utf-8")  # pylint: disable=consider-using-with
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)  # pylint: disable=consider-using-with
         end = time.time() + 60
@@ -94,8 +107,13 @@ def run_gate(extra_vars, out_path):
         # the module runs with this Python, the venv's, as the controller does
         json.dump(dict(extra_vars, gate_out=out_path, ansible_python_interpreter=sys.executable), handle)
     try:
-        done = subprocess.run(["ansible-playbook", "-i", "localhost,", os.path.join(ROOT, "bench", "gate_errors.yml"),
-                               "-e", "@" + handle.name], cwd=ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            ["ansible-playbook", "-i", "localhost,", os.path.join(ROOT, "bench", "gate_errors.yml"), "-e", "@" + handle.name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         os.unlink(handle.name)
     if done.returncode != 0:
@@ -107,18 +125,35 @@ def run_gate(extra_vars, out_path):
 def summary_row(arm, gates):
     refused = sum(1 for g in gates if g["outcome"] == "refused")
     ratios = [g["ratio"] for g in gates]
-    return {"arm": arm, "gates": len(gates), "refused": refused, "refused_share": round(refused / len(gates), 3),
-            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-            "gate_s_median": statistics.median(g["gate_s"] for g in gates)}
+    return {
+        "arm": arm,
+        "gates": len(gates),
+        "refused": refused,
+        "refused_share": round(refused / len(gates), 3),
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "gate_s_median": statistics.median(g["gate_s"] for g in gates),
+    }
 
 
 def markdown(rows):
     """The summary table docs/gate.md quotes."""
     lines = ["| candidate | gates | refused | share refused | ratio median (min-max) | gate s median |", "|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append("| %s | %d | %d | %.0f %% | %.3f (%.3f-%.3f) | %.1f |" % (
-            row["arm"], row["gates"], row["refused"], 100 * row["refused_share"], row["ratio_median"], row["ratio_min"],
-            row["ratio_max"], row["gate_s_median"]))
+        lines.append(
+            "| %s | %d | %d | %.0f %% | %.3f (%.3f-%.3f) | %.1f |"
+            % (
+                row["arm"],
+                row["gates"],
+                row["refused"],
+                100 * row["refused_share"],
+                row["ratio_median"],
+                row["ratio_min"],
+                row["ratio_max"],
+                row["gate_s_median"],
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -139,8 +174,13 @@ def main():
     gpus = os.path.join(work, "gpus.json")
     with open(gpus, "w", encoding="utf-8") as handle:
         json.dump({"driver_version": "580.95.05", "cuda_version": "13.0", "gpus": [CARD] * 8}, handle)
-    env = dict(os.environ, DDTREE_LAB_GPUS_FILE=gpus, TRITON_CACHE_DIR=os.path.join(work, "triton"),
-               PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""), PYTHONPATH=os.path.join(LAB, "sglang_sim"))
+    env = dict(
+        os.environ,
+        DDTREE_LAB_GPUS_FILE=gpus,
+        TRITON_CACHE_DIR=os.path.join(work, "triton"),
+        PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=os.path.join(LAB, "sglang_sim"),
+    )
     for key in ("SGLANG_SIM_FAULT", "SGLANG_SIM_TIME_SCALE"):
         env.pop(key, None)
     if opts.noise_process:
@@ -157,36 +197,56 @@ def main():
             handle.write("[Service]\nExecStart=/baseline %d\n" % trial)
         server = Server(work, env, None)
         try:
-            baseline = run_gate(dict(settings, gate_url="http://127.0.0.1:%d" % server.port, gate_unit=base_unit,
-                                     gate_results=results), os.path.join(raw, "%02d-baseline.json" % trial))
+            baseline = run_gate(
+                dict(settings, gate_url="http://127.0.0.1:%d" % server.port, gate_unit=base_unit, gate_results=results),
+                os.path.join(raw, "%02d-baseline.json" % trial),
+            )
         finally:
             server.stop()
         assert baseline["outcome"] == "baseline", baseline.get("msg")
-        order = arms[trial % len(arms):] + arms[:trial % len(arms)]
+        order = arms[trial % len(arms) :] + arms[: trial % len(arms)]
         for arm in order:
             unit = os.path.join(work, "candidate-%d-%s.service" % (trial, arm))
             with open(unit, "w", encoding="utf-8") as handle:
                 handle.write("[Service]\nExecStart=/candidate %d %s\n" % (trial, arm))
             server = Server(work, env, ARMS[arm])
             try:
-                result = run_gate(dict(settings, gate_url="http://127.0.0.1:%d" % server.port, gate_unit=unit,
-                                       gate_baseline_unit=base_unit, gate_results=results),
-                                  os.path.join(raw, "%02d-%s.json" % (trial, arm)))
+                result = run_gate(
+                    dict(settings, gate_url="http://127.0.0.1:%d" % server.port, gate_unit=unit, gate_baseline_unit=base_unit, gate_results=results),
+                    os.path.join(raw, "%02d-%s.json" % (trial, arm)),
+                )
             finally:
                 server.stop()
-            record = {"trial": trial, "arm": arm, "outcome": result["outcome"], "ratio": result["ratio"], "interval": result["interval"],
-                      "rounds": result["measured"]["rounds"], "baseline_rounds": baseline["measured"]["rounds"],
-                      "gate_s": result["gate_s"]}
+            record = {
+                "trial": trial,
+                "arm": arm,
+                "outcome": result["outcome"],
+                "ratio": result["ratio"],
+                "interval": result["interval"],
+                "rounds": result["measured"]["rounds"],
+                "baseline_rounds": baseline["measured"]["rounds"],
+                "gate_s": result["gate_s"],
+            }
             records.append(record)
-            print("trial %2d %-6s %-8s ratio %.3f interval %s rounds %s" % (trial, arm, record["outcome"], record["ratio"],
-                                                                            record["interval"], record["rounds"]), flush=True)
+            print(
+                "trial %2d %-6s %-8s ratio %.3f interval %s rounds %s" % (trial, arm, record["outcome"], record["ratio"], record["interval"], record["rounds"]),
+                flush=True,
+            )
     shutil.rmtree(work, ignore_errors=True)
     rows = [summary_row(arm, [r for r in records if r["arm"] == arm]) for arm in arms]
-    doc = {"settings": {k: v for k, v in settings.items() if k != "gate_prompts_file"},
-           "prompts": os.path.relpath(settings["gate_prompts_file"], ROOT),
-           "simulator": {"class": "ct200 (RTX PRO 6000 Blackwell, tp 8, DFLASH)", "noise_process": opts.noise_process or "default",
-                         "noise_request": opts.noise_request or "default"},
-           "trials": opts.trials, "bench_s": round(time.monotonic() - started, 1), "summary": rows, "gates": records}
+    doc = {
+        "settings": {k: v for k, v in settings.items() if k != "gate_prompts_file"},
+        "prompts": os.path.relpath(settings["gate_prompts_file"], ROOT),
+        "simulator": {
+            "class": "ct200 (RTX PRO 6000 Blackwell, tp 8, DFLASH)",
+            "noise_process": opts.noise_process or "default",
+            "noise_request": opts.noise_request or "default",
+        },
+        "trials": opts.trials,
+        "bench_s": round(time.monotonic() - started, 1),
+        "summary": rows,
+        "gates": records,
+    }
     with open(os.path.join(ROOT, "bench", "results", opts.name + ".json"), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
         handle.write("\n")

@@ -48,8 +48,9 @@ def lab_only(url, nets):
     for address in addresses:
         ip = ipaddress.ip_address(address)
         if not (ip.is_loopback or any(ip in net for net in nets)):
-            raise SystemExit(f"loadgen: {host} is {address}, outside loopback and the lab networks "
-                             f"({', '.join(map(str, nets))}): this generator only loads lab hosts")
+            raise SystemExit(
+                f"loadgen: {host} is {address}, outside loopback and the lab networks ({', '.join(map(str, nets))}): this generator only loads lab hosts"
+            )
     return host
 
 
@@ -110,8 +111,7 @@ def read_phase(path, last):
 
 
 def one_request(args, index, phase, recorder, max_new_tokens):
-    body = json.dumps({"text": f"zero downtime request {index}",
-                       "sampling_params": {"max_new_tokens": max_new_tokens}}).encode()
+    body = json.dumps({"text": f"zero downtime request {index}", "sampling_params": {"max_new_tokens": max_new_tokens}}).encode()
     req = urllib.request.Request(args.url.rstrip("/") + "/generate", data=body, headers={"Content-Type": "application/json"})
     sent = time.time()
     start = time.monotonic()
@@ -126,8 +126,18 @@ def one_request(args, index, phase, recorder, max_new_tokens):
         status, error = exc.code, f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         error = f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
-    recorder.add({"i": index, "phase": phase, "sent": round(sent, 4), "latency_s": round(time.monotonic() - start, 4),
-                  "tokens": max_new_tokens, "status": status, "ok": status == 200 and error is None, "error": error})
+    recorder.add(
+        {
+            "i": index,
+            "phase": phase,
+            "sent": round(sent, 4),
+            "latency_s": round(time.monotonic() - start, 4),
+            "tokens": max_new_tokens,
+            "status": status,
+            "ok": status == 200 and error is None,
+            "error": error,
+        }
+    )
 
 
 def sample_capacity(args, recorder, phase_ref, stop):
@@ -142,8 +152,7 @@ def sample_capacity(args, recorder, phase_ref, stop):
         except (urllib.error.URLError, OSError, ValueError, AttributeError) as exc:
             error = str(exc)
         with recorder.lock:
-            recorder.capacity.append({"t": round(time.time(), 3), "phase": phase_ref[0], "healthy": healthy,
-                                      "listed": listed, "error": error})
+            recorder.capacity.append({"t": round(time.time(), 3), "phase": phase_ref[0], "healthy": healthy, "listed": listed, "error": error})
         stop.wait(args.sample_s)
 
 
@@ -158,9 +167,16 @@ def summarize(records, capacity=None):
             if not record["ok"]:
                 errors[record["error"] or f"HTTP {record['status']}"] = errors.get(record["error"] or f"HTTP {record['status']}", 0) + 1
         every = ok + [None] * (len(subset) - len(ok))
-        entry = {"sent": len(subset), "ok": len(ok), "failed": len(subset) - len(ok),
-                 "p50_s": percentile(ok, 50), "p99_s": percentile(ok, 99), "max_s": max(ok) if ok else None,
-                 "p99_all_s": percentile(every, 99), "errors": errors}
+        entry = {
+            "sent": len(subset),
+            "ok": len(ok),
+            "failed": len(subset) - len(ok),
+            "p50_s": percentile(ok, 50),
+            "p99_s": percentile(ok, 99),
+            "max_s": max(ok) if ok else None,
+            "p99_all_s": percentile(every, 99),
+            "errors": errors,
+        }
         if capacity is not None:
             seen = [c["healthy"] for c in capacity if (name == "total" or c["phase"] == name) and c["healthy"] is not None]
             entry["min_healthy_workers"] = min(seen) if seen else None
@@ -175,11 +191,14 @@ def summarize(records, capacity=None):
 def table(summary):
     def ms(value):
         return "-" if value is None else f"{value * 1000:.0f} ms"
+
     lines = [f"{'phase':<8} {'sent':>6} {'ok':>6} {'failed':>6} {'p50':>9} {'p99':>9} {'max':>9} {'p99 all':>9} {'min healthy':>12}"]
     for name, entry in list(summary["phases"].items()) + [("total", summary["total"])]:
-        lines.append(f"{name:<8} {entry['sent']:>6} {entry['ok']:>6} {entry['failed']:>6} {ms(entry['p50_s']):>9} "
-                     f"{ms(entry['p99_s']):>9} {ms(entry['max_s']):>9} {ms(entry['p99_all_s']):>9} "
-                     f"{str(entry.get('min_healthy_workers', '-')):>12}")
+        lines.append(
+            f"{name:<8} {entry['sent']:>6} {entry['ok']:>6} {entry['failed']:>6} {ms(entry['p50_s']):>9} "
+            f"{ms(entry['p99_s']):>9} {ms(entry['max_s']):>9} {ms(entry['p99_all_s']):>9} "
+            f"{str(entry.get('min_healthy_workers', '-')):>12}"
+        )
         for error, count in sorted(entry["errors"].items()):
             if name != "total":
                 lines.append(f"         {count} x {error}")
@@ -222,13 +241,20 @@ def run(args):
     answered = {r["i"] for r in records}
     for index in range(len(threads)):
         if index not in answered:
-            records.append({"i": index, "phase": "unknown", "sent": None, "latency_s": None, "status": None, "ok": False,
-                            "error": "no answer (dropped)"})
+            records.append({"i": index, "phase": "unknown", "sent": None, "latency_s": None, "status": None, "ok": False, "error": "no answer (dropped)"})
     recorder.close()
     summary = summarize(records, capacity)
-    summary.update({"url": args.url, "rate": args.rate, "requested": args.requests, "sent": len(threads),
-                    "stopped_early": stopped_early, "wall_s": round(time.monotonic() - started, 1),
-                    "capacity": capacity if args.keep_samples else None})
+    summary.update(
+        {
+            "url": args.url,
+            "rate": args.rate,
+            "requested": args.requests,
+            "sent": len(threads),
+            "stopped_early": stopped_early,
+            "wall_s": round(time.monotonic() - started, 1),
+            "capacity": capacity if args.keep_samples else None,
+        }
+    )
     if args.summary:
         with open(args.summary + ".part", "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=1)
@@ -242,8 +268,7 @@ def main(argv=None):
     parser.add_argument("--url", default="http://127.0.0.1:30080", help="the router's base URL (loopback or lab network)")
     parser.add_argument("--requests", type=int, default=600, help="requests to send at most")
     parser.add_argument("--rate", type=float, default=8.0, help="requests per second")
-    parser.add_argument("--max-new-tokens", type=token_range, default=(8, 8), metavar="LOW-HIGH",
-                        help="new tokens per request, drawn uniformly (default 8)")
+    parser.add_argument("--max-new-tokens", type=token_range, default=(8, 8), metavar="LOW-HIGH", help="new tokens per request, drawn uniformly (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the token draw")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one request may take")
     parser.add_argument("--phase-file", help="file holding the current phase (before, during, after; stop ends early)")

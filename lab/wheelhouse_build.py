@@ -63,12 +63,29 @@ FORK_IDENTITY = ("ddtree lab", "lab@ddtree.invalid")
 # A build-time smoke test: gpu_a6000_tp2's envelope as the sglang_argv filter rendered it. The
 # pytest (lab/tests/test_wheelhouse.py) parses the envelopes as they are now.
 ENVELOPE_ARGV = [
-    "--model-path", "/srv/models/Qwen3.6-27B", "--served-model-name", "Qwen3.6-27B",
-    "--tp-size", "2", "--mem-fraction-static", "0.85", "--context-length", "32768",
-    "--max-running-requests", "4", "--disable-cuda-graph", "--mamba-full-memory-ratio", "0.5",
-    "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path",
-    "/srv/models/Qwen3.6-27B-DFlash", "--speculative-ddtree-budget", "16",
-    "--speculative-ddtree-shadow-linear", "--trust-remote-code",
+    "--model-path",
+    "/srv/models/Qwen3.6-27B",
+    "--served-model-name",
+    "Qwen3.6-27B",
+    "--tp-size",
+    "2",
+    "--mem-fraction-static",
+    "0.85",
+    "--context-length",
+    "32768",
+    "--max-running-requests",
+    "4",
+    "--disable-cuda-graph",
+    "--mamba-full-memory-ratio",
+    "0.5",
+    "--speculative-algorithm",
+    "DDTREE",
+    "--speculative-draft-model-path",
+    "/srv/models/Qwen3.6-27B-DFlash",
+    "--speculative-ddtree-budget",
+    "16",
+    "--speculative-ddtree-shadow-linear",
+    "--trust-remote-code",
 ]
 PARSE_CHECK = r"""
 import json, sys
@@ -141,6 +158,7 @@ def series():
 
 # ---------------------------------------------------------------------------- stamps
 
+
 def inputs_digest(*parts):
     digest = hashlib.sha256(Path(__file__).read_bytes())
     for part in parts:
@@ -173,6 +191,7 @@ def stamp_of(step):
 
 
 # ---------------------------------------------------------------------------- wheels
+
 
 def record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -219,8 +238,12 @@ def write_wheel(tree, dist_info, out):
 
 def apply_series(tree, patches):
     for patch in patches:
-        result = run(["patch", "-p2", "--batch", "--forward", "--no-backup-if-mismatch", "--silent",
-                      "-d", tree, "-i", patch], check=False, capture_output=True, text=True)
+        result = run(
+            ["patch", "-p2", "--batch", "--forward", "--no-backup-if-mismatch", "--silent", "-d", tree, "-i", patch],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         if result.returncode:
             raise SystemExit(f"{patch.name} does not apply to {tree}:\n{result.stdout}{result.stderr}")
 
@@ -248,8 +271,7 @@ def step_prebuilt():
             raise SystemExit(f"no Version line in {upstream.name}'s METADATA")
         metadata.write_text(text, encoding="utf-8")
         # which series the wheel carries, readable from the installed distribution
-        (tree / new / "DDTREE_PATCHES").write_text(
-            "".join(f"{sha256_file(p)}  {p.name}\n" for p in patches))
+        (tree / new / "DDTREE_PATCHES").write_text("".join(f"{sha256_file(p)}  {p.name}\n" for p in patches))
         write_wheel(tree, new, out)
     data = record("prebuilt", inputs, out, version=PATCHED_VERSION)
     log(f"built {out.name} ({out.stat().st_size // 1024} KiB, sha256 {data['sha256']})")
@@ -257,17 +279,28 @@ def step_prebuilt():
 
 # ---------------------------------------------------------------------------- fork bundle
 
+
 def git(repo, *argv, date=None, **kwargs):
-    env = dict(os.environ, GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
-               GIT_AUTHOR_NAME=FORK_IDENTITY[0], GIT_AUTHOR_EMAIL=FORK_IDENTITY[1],
-               GIT_COMMITTER_NAME=FORK_IDENTITY[0], GIT_COMMITTER_EMAIL=FORK_IDENTITY[1])
+    env = dict(
+        os.environ,
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME=FORK_IDENTITY[0],
+        GIT_AUTHOR_EMAIL=FORK_IDENTITY[1],
+        GIT_COMMITTER_NAME=FORK_IDENTITY[0],
+        GIT_COMMITTER_EMAIL=FORK_IDENTITY[1],
+    )
     if date:
         env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
     # no auto gc (it repacks in the background, racing the bundle) and one packing thread: the
     # same series gives a byte-identical bundle
-    return run(["git", "-C", repo, "-c", "core.autocrlf=false", "-c", "init.defaultBranch=main", "-c", "gc.auto=0",
-                "-c", "pack.threads=1", *argv],
-               env=env, capture_output=True, text=True, **kwargs)
+    return run(
+        ["git", "-C", repo, "-c", "core.autocrlf=false", "-c", "init.defaultBranch=main", "-c", "gc.auto=0", "-c", "pack.threads=1", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
 
 
 def build_fork_repo(repo, upstream, patches, version=PATCHED_VERSION, tag=FORK_TAG):
@@ -275,17 +308,20 @@ def build_fork_repo(repo, upstream, patches, version=PATCHED_VERSION, tag=FORK_T
     python/sglang, committed, the series applied with git am, a release commit, an annotated tag."""
     repo.mkdir(parents=True)
     git(repo, "init", "-q")
-    extract(upstream, repo / "python",
-            keep=lambda name: name.startswith("sglang/") and not name.endswith(".so"))
+    extract(upstream, repo / "python", keep=lambda name: name.startswith("sglang/") and not name.endswith(".so"))
     shutil.copyfile(LAB / "fork" / "pyproject.toml", repo / "python" / "pyproject.toml")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", f"sglang {UPSTREAM_VERSION}\n\nThe Python sources of the upstream "
-        f"sglang {UPSTREAM_VERSION} wheel as a source tree (lab stand-in for the DDTree fork).",
-        date=FORK_BASE_DATE)
+    git(
+        repo,
+        "commit",
+        "-q",
+        "-m",
+        f"sglang {UPSTREAM_VERSION}\n\nThe Python sources of the upstream sglang {UPSTREAM_VERSION} wheel as a source tree (lab stand-in for the DDTree fork).",
+        date=FORK_BASE_DATE,
+    )
     git(repo, "am", "-q", "--committer-date-is-author-date", *[str(p) for p in patches])
     pyproject = repo / "python" / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace(
-        f'version = "{UPSTREAM_VERSION}"', f'version = "{version}"', 1))
+    pyproject.write_text(pyproject.read_text().replace(f'version = "{UPSTREAM_VERSION}"', f'version = "{version}"', 1))
     git(repo, "commit", "-q", "-a", "-m", f"Release {version}", date=FORK_RELEASE_DATE)
     git(repo, "tag", "-a", tag, "-m", f"DDTree SGLang {version}", date=FORK_RELEASE_DATE)
     return git(repo, "rev-parse", f"{tag}^{{commit}}").stdout.strip()
@@ -304,11 +340,9 @@ def step_fork():
         repo = Path(tmp, "sglang")
         commit = build_fork_repo(repo, upstream, patches)
         headers = [re.match(r"From ([0-9a-f]{40}) ", p.read_text()).group(1) for p in patches]
-        applied = git(repo, "rev-list", "--reverse", f"{FORK_TAG}~1", f"^{FORK_TAG}~{len(patches) + 1}"
-                      ).stdout.split()
+        applied = git(repo, "rev-list", "--reverse", f"{FORK_TAG}~1", f"^{FORK_TAG}~{len(patches) + 1}").stdout.split()
         if headers != applied:
-            raise SystemExit(f"the fork's commits {applied} are not the series' From lines {headers}: "
-                             "regenerate the series (lab/patches/README.md)")
+            raise SystemExit(f"the fork's commits {applied} are not the series' From lines {headers}: regenerate the series (lab/patches/README.md)")
         partial = Path(tmp, FORK_BUNDLE)
         git(repo, "bundle", "create", "-q", partial, "main", FORK_TAG)
         shutil.move(partial, Path(str(out) + ".part"))
@@ -363,24 +397,23 @@ def step_abi_fixture():
         (tree / package / "__init__.py").write_text(
             '"""Lab fixture (ddtree.sglang): a kernel package whose extension needs a torch symbol the\n'
             'release lacks; importing it fails with "undefined symbol", as an ABI mismatch does."""\n\n'
-            "from ddtree_abi_fixture._kernels import launch  # noqa: F401\n")
+            "from ddtree_abi_fixture._kernels import launch  # noqa: F401\n"
+        )
         dist_info = f"{package}-{version}.dist-info"
         (tree / dist_info).mkdir()
         (tree / dist_info / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
             "Summary: Lab fixture: a kernel package that fails on import with an undefined symbol\n"
-            "Requires-Python: ==3.11.*\n")
-        (tree / dist_info / "WHEEL").write_text(
-            "Wheel-Version: 1.0\nGenerator: ddtree.sglang lab\nRoot-Is-Purelib: false\n"
-            "Tag: cp311-cp311-linux_x86_64\n")
+            "Requires-Python: ==3.11.*\n"
+        )
+        (tree / dist_info / "WHEEL").write_text("Wheel-Version: 1.0\nGenerator: ddtree.sglang lab\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
         (tree / dist_info / "top_level.txt").write_text(package + "\n")
         # where it was built it imports (the stub plays the torch it was linked against) ...
         env = dict(os.environ, PYTHONPATH=str(tree), LD_PRELOAD=str(tmp / "libstub.so"))
         run([sys.executable, "-c", f"import {package}"], env=env)
         # ... and without that torch it must fail the way the probe reports
         env.pop("LD_PRELOAD")
-        failed = run([sys.executable, "-c", f"import {package}"], env=env, check=False,
-                     capture_output=True, text=True)
+        failed = run([sys.executable, "-c", f"import {package}"], env=env, check=False, capture_output=True, text=True)
         if failed.returncode == 0 or f"undefined symbol: {ABI_FIXTURE_SYMBOL}" not in failed.stderr:
             raise SystemExit(f"the ABI fixture did not fail as intended:\n{failed.stderr}")
         write_wheel(tree, dist_info, out)
@@ -390,12 +423,12 @@ def step_abi_fixture():
 
 # ---------------------------------------------------------------------------- verification
 
+
 def host_python():
     """The lab hosts' interpreter where this machine has it (Debian 12: /usr/bin/python3 3.11)."""
     for candidate in (os.environ.get("LAB_HOST_PYTHON"), "/usr/bin/python3", shutil.which("python3.11")):
         if candidate and os.path.exists(candidate):
-            probe = run([candidate, "-c", "import sys, venv; print(sys.version_info[:2] == (3, 11))"],
-                        check=False, capture_output=True, text=True)
+            probe = run([candidate, "-c", "import sys, venv; print(sys.version_info[:2] == (3, 11))"], check=False, capture_output=True, text=True)
             if probe.stdout.strip() == "True":
                 return candidate
     raise SystemExit("no Python 3.11 with venv found (set LAB_HOST_PYTHON)")
@@ -406,13 +439,13 @@ def make_venv(path, requirements=None):
         shutil.rmtree(path)
     run([host_python(), "-m", "venv", path])
     if requirements:
-        run([path / "bin" / "pip", "install", "-q", "--no-deps", "--require-hashes", "--no-index",
-             "--find-links", WHEELHOUSE, "-r", requirements])
+        run([path / "bin" / "pip", "install", "-q", "--no-deps", "--require-hashes", "--no-index", "--find-links", WHEELHOUSE, "-r", requirements])
 
 
 def site_packages(venv):
-    return Path(run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                    capture_output=True, text=True).stdout.strip())
+    return Path(
+        run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True).stdout.strip()
+    )
 
 
 def parse(venv, argv, extra_path=None):
@@ -420,8 +453,7 @@ def parse(venv, argv, extra_path=None):
     env.pop("PYTHONPATH", None)
     if extra_path:
         env["PYTHONPATH"] = str(extra_path)
-    return run([venv / "bin" / "python", "-c", PARSE_CHECK, json.dumps(argv)], env=env, check=False,
-               capture_output=True, text=True)
+    return run([venv / "bin" / "python", "-c", PARSE_CHECK, json.dumps(argv)], env=env, check=False, capture_output=True, text=True)
 
 
 def expect_accepted(result, what):
@@ -456,8 +488,7 @@ def step_verify():
         marker.write_text(sha256_file(LOCK))
 
     refused = parse(closure, ENVELOPE_ARGV)
-    if refused.returncode != 2 or "unrecognized arguments: --speculative-ddtree-budget 16 " \
-                                  "--speculative-ddtree-shadow-linear" not in refused.stderr:
+    if refused.returncode != 2 or "unrecognized arguments: --speculative-ddtree-budget 16 --speculative-ddtree-shadow-linear" not in refused.stderr:
         raise SystemExit(f"unpatched sglang {UPSTREAM_VERSION} did not refuse the DDTree flags:\n{refused.stderr[-2000:]}")
     unknown = parse(closure, [a for a in ENVELOPE_ARGV if "ddtree" not in a and a != "16"])
     if "Unknown speculative algorithm name: DDTREE" not in unknown.stderr:
@@ -466,8 +497,7 @@ def step_verify():
 
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         patched = Path(tmp, "patched")
-        extract(locked_file(pins, "sglang", wheelhouse_index()), patched,
-                keep=lambda name: name.startswith("sglang/"))
+        extract(locked_file(pins, "sglang", wheelhouse_index()), patched, keep=lambda name: name.startswith("sglang/"))
         apply_series(patched, series())
         expect_accepted(parse(closure, ENVELOPE_ARGV, extra_path=patched), "upstream + series")
     log("upstream wheel + series: lab envelope accepted (budget 16, shadow-linear, DDTREE)")
@@ -489,30 +519,32 @@ def step_verify():
         run(["git", "clone", "-q", "--no-checkout", WHEELHOUSE / FORK_BUNDLE, clone])
         run(["git", "-C", clone, "-c", "advice.detachedHead=false", "checkout", "-q", FORK_TAG])
         make_venv(checked)
-        bare = run([checked / "bin" / "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    clone / "python"], check=False, capture_output=True, text=True)
+        bare = run(
+            [checked / "bin" / "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", clone / "python"],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
         why = re.findall(r"(invalid command '\w+'|configuration error: [^\n]*)", bare.stderr + bare.stdout)
-        log("fork with the venv's own setuptools: " + ("builds" if bare.returncode == 0 else
-            f"fails ({why[0] if why else 'see pip'})"))
+        log("fork with the venv's own setuptools: " + ("builds" if bare.returncode == 0 else f"fails ({why[0] if why else 'see pip'})"))
         (CACHE / "pin.txt").write_text(requirement_lines([setuptools]))
-        run([checked / "bin" / "pip", "install", "-q", "--no-deps", "--require-hashes", "--no-index",
-             "--find-links", WHEELHOUSE, "-r", CACHE / "pin.txt"])
-        run([checked / "bin" / "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-             clone / "python"])
+        run([checked / "bin" / "pip", "install", "-q", "--no-deps", "--require-hashes", "--no-index", "--find-links", WHEELHOUSE, "-r", CACHE / "pin.txt"])
+        run([checked / "bin" / "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", clone / "python"])
     (site_packages(checked) / "lab-closure.pth").write_text(pth)
-    version = run([checked / "bin" / "python", "-c", "import importlib.metadata as m; print(m.version('sglang'))"],
-                  capture_output=True, text=True).stdout.strip()
+    version = run(
+        [checked / "bin" / "python", "-c", "import importlib.metadata as m; print(m.version('sglang'))"], capture_output=True, text=True
+    ).stdout.strip()
     if version != PATCHED_VERSION:
         raise SystemExit(f"the fork installed sglang {version}, expected {PATCHED_VERSION}")
     expect_accepted(parse(checked, ENVELOPE_ARGV), f"fork {FORK_TAG}")
-    log(f"fork {FORK_TAG}: builds offline with setuptools {setuptools['version']}, sglang {version}, "
-        "lab envelope accepted")
+    log(f"fork {FORK_TAG}: builds offline with setuptools {setuptools['version']}, sglang {version}, lab envelope accepted")
     shutil.rmtree(checked)
     STAMPS.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"inputs": inputs}) + "\n")
 
 
 # ---------------------------------------------------------------------------- pins
+
 
 def block(mapping, indent="    "):
     return "".join(f"\n{indent}{key}: {json.dumps(value)}" for key, value in mapping.items())
@@ -529,32 +561,35 @@ def step_pins():
     sim_version = sim[0].name.split("-")[1]
     wrong_abi = read_lock(WRONG_ABI_LOCK)[0]
     fork = stamps["fork"]
-    lines = [
-        "---",
-        "# Written by lab/build-wheelhouse.sh (not committed): the sha256 of every artifact that",
-        "# script built itself, as pins (docs/INTERFACES.md). Rebuilt artifacts get new pins here.",
-        f"lab_wheelhouse_dir: {HOST_WHEELHOUSE}",
-        "lab_wheelhouse_pins:",
-        "  # the SGLang simulator (lab/sglang_sim), the process the lab's units start",
-        "  sglang_sim:" + block({"name": "sglang-sim", "version": sim_version, "sha256": sha256_file(sim[0])}),
-        "  # upstream sglang 0.5.23 wheel with lab/patches/sglang-0.5.23 applied, repacked",
-        "  sglang_prebuilt:" + block({"name": "sglang", "version": PATCHED_VERSION,
-                                      "sha256": stamps["prebuilt"]["sha256"]}),
-        "  # git bundle standing in for the DDTree fork (sglang_install_fork)",
-        "  sglang_fork:" + block({"bundle": f"{HOST_WHEELHOUSE}/{FORK_BUNDLE}", "ref": fork["ref"],
-                                  "commit": fork["commit"], "sha256": fork["sha256"]}),
-        "  # negative fixture: a cp311 kernel package whose import fails with an undefined symbol",
-        "  abi_fixture:" + block({"name": ABI_FIXTURE[0], "version": ABI_FIXTURE[1],
-                                  "sha256": stamps["abi-fixture"]["sha256"]}),
-        "  # negative fixture: a cp312-only wheel (lab/fixtures/wrong-abi.lock), no cp311 file beside it",
-        "  wrong_abi:" + block(wrong_abi),
-        f"lab_wheelhouse_abi_fixture_symbol: {ABI_FIXTURE_SYMBOL}",
-        "# every pin of lab/wheelhouse.lock, so group vars take them from the lock, not a copy",
-        "lab_wheelhouse_lock:",
-    ] + [f"  - {json.dumps(pin)}" for pin in read_lock(LOCK)] + [
-        "# every pin of lab/router.lock: sglang-router and what it imports (role sglang_router)",
-        "lab_router_lock:",
-    ] + [f"  - {json.dumps(pin)}" for pin in read_lock(ROUTER_LOCK)] + [""]
+    lines = (
+        [
+            "---",
+            "# Written by lab/build-wheelhouse.sh (not committed): the sha256 of every artifact that",
+            "# script built itself, as pins (docs/INTERFACES.md). Rebuilt artifacts get new pins here.",
+            f"lab_wheelhouse_dir: {HOST_WHEELHOUSE}",
+            "lab_wheelhouse_pins:",
+            "  # the SGLang simulator (lab/sglang_sim), the process the lab's units start",
+            "  sglang_sim:" + block({"name": "sglang-sim", "version": sim_version, "sha256": sha256_file(sim[0])}),
+            "  # upstream sglang 0.5.23 wheel with lab/patches/sglang-0.5.23 applied, repacked",
+            "  sglang_prebuilt:" + block({"name": "sglang", "version": PATCHED_VERSION, "sha256": stamps["prebuilt"]["sha256"]}),
+            "  # git bundle standing in for the DDTree fork (sglang_install_fork)",
+            "  sglang_fork:" + block({"bundle": f"{HOST_WHEELHOUSE}/{FORK_BUNDLE}", "ref": fork["ref"], "commit": fork["commit"], "sha256": fork["sha256"]}),
+            "  # negative fixture: a cp311 kernel package whose import fails with an undefined symbol",
+            "  abi_fixture:" + block({"name": ABI_FIXTURE[0], "version": ABI_FIXTURE[1], "sha256": stamps["abi-fixture"]["sha256"]}),
+            "  # negative fixture: a cp312-only wheel (lab/fixtures/wrong-abi.lock), no cp311 file beside it",
+            "  wrong_abi:" + block(wrong_abi),
+            f"lab_wheelhouse_abi_fixture_symbol: {ABI_FIXTURE_SYMBOL}",
+            "# every pin of lab/wheelhouse.lock, so group vars take them from the lock, not a copy",
+            "lab_wheelhouse_lock:",
+        ]
+        + [f"  - {json.dumps(pin)}" for pin in read_lock(LOCK)]
+        + [
+            "# every pin of lab/router.lock: sglang-router and what it imports (role sglang_router)",
+            "lab_router_lock:",
+        ]
+        + [f"  - {json.dumps(pin)}" for pin in read_lock(ROUTER_LOCK)]
+        + [""]
+    )
     PINS.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(str(PINS) + ".part")
     partial.write_text("\n".join(lines))
@@ -571,8 +606,7 @@ def step_missing(lock):
 
 def main(argv):
     CACHE.mkdir(exist_ok=True)
-    steps = {"prebuilt": step_prebuilt, "fork": step_fork, "abi-fixture": step_abi_fixture,
-             "verify": step_verify, "pins": step_pins}
+    steps = {"prebuilt": step_prebuilt, "fork": step_fork, "abi-fixture": step_abi_fixture, "verify": step_verify, "pins": step_pins}
     if len(argv) == 3 and argv[1] == "missing":
         step_missing(argv[2])
     elif len(argv) == 3 and argv[1] == "fork-repo":

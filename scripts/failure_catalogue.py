@@ -6,6 +6,7 @@ healthy logs (fixtures/real_healthy: false failures); the recall of the table on
 failure logs (fixtures/real_failures); and each mined batch's recall before tuning beside today's.
 These are the figures tests/unit/plugins/module_utils/test_real_failures.py and test_real_healthy.py
 check. --check writes nothing and exits 1 when the page differs. Run by scripts/role_docs.sh."""
+
 import collections
 import importlib.util
 import json
@@ -33,8 +34,7 @@ SECTIONS = (
 
 def load_records():
     """[(file name, record)] of the failure corpus."""
-    return [(path.name, record) for path in sorted(CORPUS.glob('*.json'))
-            for record in json.loads(path.read_text(encoding='utf-8'))]
+    return [(path.name, record) for path in sorted(CORPUS.glob('*.json')) for record in json.loads(path.read_text(encoding='utf-8'))]
 
 
 def load_healthy():
@@ -42,8 +42,7 @@ def load_healthy():
 
 
 def support_table(module):
-    threads = module.pattern_support([(r['class'], r['url'], r['lines']) for _f, r in load_records()],
-                                     [(r['url'], r['lines']) for r in load_healthy()])
+    threads = module.pattern_support([(r['class'], r['url'], r['lines']) for _f, r in load_records()], [(r['url'], r['lines']) for r in load_healthy()])
     rows = ['| cause | # | pattern | threads of the corpus | source it cites |', '|---|---|---|---|---|']
     for sig in module.SIGNATURES:
         for index, pattern in enumerate(sig['patterns']):
@@ -60,10 +59,12 @@ def healthy_table(module):
     sources = len(set(module.thread_of(r['url']) for r in records))
     warning_lines = sum(1 for r in records for line in r['lines'] if module.is_warning_level(line))
     classed = collections.Counter(n['class'] for r in records for n in module.notable_lines(r['lines']) if n['class'])
-    text = [f'{len(records)} logs of healthy servers from {sources} threads and files, {sum(len(r["lines"]) for r in records)} lines; '
-            f'**{len(failed)} false failures** (a line that decides alone, judged as the verdict judges a live server). '
-            f'They hold {warning_lines} warning-level lines; the lines of a known class among them, which come back in the '
-            'verdict\'s `journal_warnings` and decide nothing: ' + (', '.join(f'`{c}` {n}' for c, n in sorted(classed.items())) or 'none') + '.']
+    text = [
+        f'{len(records)} logs of healthy servers from {sources} threads and files, {sum(len(r["lines"]) for r in records)} lines; '
+        f'**{len(failed)} false failures** (a line that decides alone, judged as the verdict judges a live server). '
+        f'They hold {warning_lines} warning-level lines; the lines of a known class among them, which come back in the '
+        'verdict\'s `journal_warnings` and decide nothing: ' + (', '.join(f'`{c}` {n}' for c, n in sorted(classed.items())) or 'none') + '.'
+    ]
     text += [f'- `{rid}` fails: line {m["index"]} decides `{m["id"]}`: {cell(m["line"])}' for rid, m in failed]
     return '\n'.join(text)
 
@@ -78,13 +79,17 @@ def batch_table(module):
         now = sum(1 for r in mine if module.diagnose(r['lines'])[0] == r['class'])
         before = batch['before_tuning']['named_right']
         # one decimal: a batch's share is read against a threshold (85 %), which a rounded 84.6 % would seem to meet
-        rows.append(f"| `{batch['file']}` ({batch['added']}) | {len(mine)} | {before} ({before / len(mine):.1%}) | "
-                    f"{now} ({now / len(mine):.1%}) | {batch['cut_off_left_out']} |")
+        rows.append(
+            f"| `{batch['file']}` ({batch['added']}) | {len(mine)} | {before} ({before / len(mine):.1%}) | "
+            f"{now} ({now / len(mine):.1%}) | {batch['cut_off_left_out']} |"
+        )
         if number:  # every batch after the first met a catalogue already tuned on the batches before it
             sums.update(records=len(mine), before=before, now=now)
     if sums:
-        rows.append(f"| batches 2 to {len(batches)}, pooled | {sums['records']} | {sums['before']} ({sums['before'] / sums['records']:.1%}) | "
-                    f"{sums['now']} ({sums['now'] / sums['records']:.1%}) | |")
+        rows.append(
+            f"| batches 2 to {len(batches)}, pooled | {sums['records']} | {sums['before']} ({sums['before'] / sums['records']:.1%}) | "
+            f"{sums['now']} ({sums['now'] / sums['records']:.1%}) | |"
+        )
     return '\n'.join(rows)
 
 
@@ -109,8 +114,7 @@ def cell(text):
 def catalogue(module):
     rows = ['| cause | phase | fatal | what it means | advice |', '|---|---|---|---|---|']
     for sig in module.SIGNATURES:
-        cells = [f"`{sig['id']}`", sig['phase'], 'yes' if sig['fatal'] else 'no (warning)',
-                 sig['diagnosis'], sig['advice']]
+        cells = [f"`{sig['id']}`", sig['phase'], 'yes' if sig['fatal'] else 'no (warning)', sig['diagnosis'], sig['advice']]
         rows.append('| ' + ' | '.join(cell(c) for c in cells) + ' |')
     return '\n'.join(rows)
 
@@ -132,17 +136,29 @@ def recall(module):
         rows.append(f'| `{cls}` | {total[cls]} | {named[cls]} | {named[cls] / total[cls]:.2f} |')
     overall = sum(named.values()) / sum(total.values())
     rows.append(f'| **all** | **{sum(total.values())}** | **{sum(named.values())}** | **{overall:.2f}** |')
-    rows += ['', f'Overall: {sum(named.values())} of {sum(total.values())} records named right ({overall:.1%}). '
-                 f'Missed ({len(misses)}), with what the verdict names instead and why:', '']
+    rows += [
+        '',
+        f'Overall: {sum(named.values())} of {sum(total.values())} records named right ({overall:.1%}). '
+        f'Missed ({len(misses)}), with what the verdict names instead and why:',
+        '',
+    ]
     for cls, rid, outcome, why in sorted(misses):
         got = f'`{outcome}`' if outcome else 'nothing (no fatal line)'
         rows.append(f'- `{rid}`: `{cls}`, the verdict names {got}: {cell(why)}')
     low = [cls for cls in sorted(total) if named[cls] < CLASS_FLOOR * total[cls]]
     if low:
         cut_only = all(why != COMPLETE_MISS for cls, _rid, _outcome, why in misses if cls in low)
-        rows += ['', f'Below {CLASS_FLOOR} per class: ' + ', '.join(f'`{cls}` ({named[cls]} of {total[cls]})' for cls in low) +
-                 ('; every complete record of them is named right, their cut-off and ruled-out records alone keep them below'
-                  if cut_only else '; some of their complete records are missed') + '.']
+        rows += [
+            '',
+            f'Below {CLASS_FLOOR} per class: '
+            + ', '.join(f'`{cls}` ({named[cls]} of {total[cls]})' for cls in low)
+            + (
+                '; every complete record of them is named right, their cut-off and ruled-out records alone keep them below'
+                if cut_only
+                else '; some of their complete records are missed'
+            )
+            + '.',
+        ]
     return '\n'.join(rows)
 
 
@@ -155,7 +171,7 @@ def main(argv):
         if begin + '\n' not in new or end not in new:
             sys.exit(f'{PAGE}: the markers {begin} ... {end} are missing')
         start = new.index(begin + '\n')
-        new = new[:start] + begin + '\n' + body + '\n' + end + new[new.index(end, start) + len(end):]
+        new = new[:start] + begin + '\n' + body + '\n' + end + new[new.index(end, start) + len(end) :]
     if new == text:
         return 0
     if '--check' in argv:

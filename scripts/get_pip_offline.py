@@ -5,6 +5,7 @@ runs it in fresh venvs created without pip. Here only the index is reachable, so
 scripts/setup.sh places this file in ansible-test's cache next to the pip wheel it
 downloaded from the index; it installs pip from that wheel, like the real script does.
 """
+
 import argparse
 import glob
 import os

@@ -36,9 +36,15 @@ def main(argv):
     print('lanes (s): ' + ', '.join('%s %d' % (lane, seconds) for lane, seconds in totals.items()) + '; wall %d' % wall)
     if path:
         commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], capture_output=True, text=True, check=False).stdout.strip()
-        record = {'commit': commit, 'finished_at': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
-                  'wall_s': wall, 'passed': sum(1 for s in stages if s['rc'] == 0), 'failed': sum(1 for s in stages if s['rc']),
-                  'lanes_s': totals, 'stages': stages}
+        record = {
+            'commit': commit,
+            'finished_at': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+            'wall_s': wall,
+            'passed': sum(1 for s in stages if s['rc'] == 0),
+            'failed': sum(1 for s in stages if s['rc']),
+            'lanes_s': totals,
+            'stages': stages,
+        }
         with open(path, 'w', encoding='utf-8') as handle:
             handle.write(json.dumps(record, indent=1) + '\n')
         print('wrote %s' % path)

@@ -28,7 +28,7 @@ wheelhouse() { lab/build-wheelhouse.sh >/dev/null ; }
 stage_units() { copy_collection && (cd "$COLLECTION" && ansible-test units --python 3.11 --local --requirements-mode skip 2>&1 | grep -v '^WARNING: Skipping'; exit "${PIPESTATUS[0]}") ; }
 # two workers, one file each: the module fixtures (a venv from the wheelhouse) are built once
 stage_lab_units() { wheelhouse && python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile lab/tests ; }
-stage_lint() { ansible-lint --profile production ; }
+stage_lint() { ansible-lint --profile production && ruff check --quiet . && ruff format --check --quiet . ; }
 # behaviour playbooks that need no lab host: they run the role's own task files on the controller
 stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }

@@ -34,8 +34,10 @@ def contents_problems(files, dirs, allowed):
     problems = []
     for name in sorted(files):
         if name not in required and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
-            problems.append("unexpected path in the tarball: %s (not allowed by tests/collection_contents.txt;"
-                            " keep it out with galaxy.yml build_ignore, or allow it)" % name)
+            problems.append(
+                "unexpected path in the tarball: %s (not allowed by tests/collection_contents.txt;"
+                " keep it out with galaxy.yml build_ignore, or allow it)" % name
+            )
     unexpected = [problem.split(": ", 1)[1].split(" ", 1)[0] for problem in problems]
     for name in sorted(dirs):
         if any(path.startswith(name + "/") for path in unexpected):
@@ -66,7 +68,7 @@ def docs_problems(plugins, dump):
     """A plugin needs its docs in ansible-doc's metadata dump; a role (listed there by entry points) a main entry point."""
     problems = []
     everything = dump.get("all", {})
-    for (kind, name) in sorted(plugins):
+    for kind, name in sorted(plugins):
         entry = everything.get(kind, {}).get("%s.%s" % (NAMESPACE, name))
         if not isinstance(entry, dict):
             problems.append("ansible-doc does not list %s %s.%s" % (kind, NAMESPACE, name))
@@ -90,8 +92,12 @@ def documentation(path, text):
     """The DOCUMENTATION dict of a module (.py), a filter (.yml) or a role's argument_specs.yml."""
     if path.endswith(".py"):
         for node in ast.parse(text).body:
-            if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "DOCUMENTATION" for t in node.targets)
-                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "DOCUMENTATION" for t in node.targets)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 return yaml.safe_load(node.value.value) or {}
         return {}
     data = yaml.safe_load(text) or {}
@@ -124,11 +130,12 @@ def versions_problems(version, docs, changelog, changelog_rst, fragments):
         if parse_version(release) is None or parse_version(release) > current:
             problems.append("changelogs/changelog.yaml: release %s is above the collection's version %s (galaxy.yml)" % (release, version))
         if "v%s" % release not in changelog_rst.splitlines():
-            problems.append("CHANGELOG.rst has no section v%s for release %s of changelogs/changelog.yaml"
-                            " (antsibull-changelog generate)" % (release, release))
+            problems.append("CHANGELOG.rst has no section v%s for release %s of changelogs/changelog.yaml (antsibull-changelog generate)" % (release, release))
     if version in releases and fragments:
-        problems.append("version %s is released already (changelogs/changelog.yaml) but fragments wait for a release: %s;"
-                        " raise galaxy.yml's version" % (version, ", ".join(sorted(fragments))))
+        problems.append(
+            "version %s is released already (changelogs/changelog.yaml) but fragments wait for a release: %s;"
+            " raise galaxy.yml's version" % (version, ", ".join(sorted(fragments)))
+        )
     # a version_added names a release the changelog records, or the coming one (galaxy.yml's version):
     # antsibull-changelog lists a plugin as new in the first release at or above its version_added
     for (kind, name), doc in sorted(docs.items()):
@@ -139,15 +146,19 @@ def versions_problems(version, docs, changelog, changelog_rst, fragments):
             elif parse_version(value) > current:
                 problems.append("%s: version_added %s is above the collection's version %s (galaxy.yml)" % (where, value, version))
             elif value not in releases and value != version:
-                problems.append("%s: version_added %s is neither a release in changelogs/changelog.yaml (%s) nor the coming"
-                                " version %s (galaxy.yml)" % (where, value, ", ".join(sorted(releases)) or "none", version))
+                problems.append(
+                    "%s: version_added %s is neither a release in changelogs/changelog.yaml (%s) nor the coming"
+                    " version %s (galaxy.yml)" % (where, value, ", ".join(sorted(releases)) or "none", version)
+                )
         added = str(doc.get("version_added")) if kind != "role" and isinstance(doc, dict) else None
         if added in releases:
             release = releases[added] or {}
             listed = release.get("modules") if kind == "module" else (release.get("plugins") or {}).get(kind)
             if name not in [entry.get("name") for entry in listed or []]:
-                problems.append("%s %s: version_added %s, but changelogs/changelog.yaml does not list it as new in %s;"
-                                " a plugin new since then takes the coming version %s" % (kind, name, added, added, version))
+                problems.append(
+                    "%s %s: version_added %s, but changelogs/changelog.yaml does not list it as new in %s;"
+                    " a plugin new since then takes the coming version %s" % (kind, name, added, added, version)
+                )
     return problems
 
 
@@ -174,8 +185,11 @@ def main(argv):
         members = tar.getmembers()
         files = {m.name[2:] if m.name.startswith("./") else m.name: m for m in members if not m.isdir()}
         dirs = {(m.name[2:] if m.name.startswith("./") else m.name).rstrip("/") for m in members if m.isdir()}
-        texts = {name: tar.extractfile(member).read().decode("utf-8") for name, member in files.items()
-                 if name.endswith((".py", ".yml", ".yaml", ".json", ".rst")) and member.isfile()}
+        texts = {
+            name: tar.extractfile(member).read().decode("utf-8")
+            for name, member in files.items()
+            if name.endswith((".py", ".yml", ".yaml", ".json", ".rst")) and member.isfile()
+        }
     with open(argv[2], encoding="utf-8") as handle:
         dump = json.load(handle)
 
@@ -188,16 +202,17 @@ def main(argv):
     docs = {key: documentation(path, texts[path]) for key, path in plugins.items()}
     fragments_dir = os.path.join(ROOT, "changelogs", "fragments")
     fragments = [f for f in os.listdir(fragments_dir) if f.endswith((".yml", ".yaml"))] if os.path.isdir(fragments_dir) else []
-    problems += versions_problems(version, docs, yaml.safe_load(texts.get("changelogs/changelog.yaml", "")) or {},
-                                  texts.get("CHANGELOG.rst", ""), fragments)
+    problems += versions_problems(version, docs, yaml.safe_load(texts.get("changelogs/changelog.yaml", "")) or {}, texts.get("CHANGELOG.rst", ""), fragments)
 
     for problem in problems:
         print(problem)
     counts = {}
     for key in plugins:
         counts[key[0]] = counts.get(key[0], 0) + 1
-    print("%s %s: %d files; docs read for %s; %d problem(s)"
-          % (NAMESPACE, version, len(files), ", ".join("%d %ss" % (counts[kind], kind) for kind in sorted(counts)), len(problems)))
+    print(
+        "%s %s: %d files; docs read for %s; %d problem(s)"
+        % (NAMESPACE, version, len(files), ", ".join("%d %ss" % (counts[kind], kind) for kind in sorted(counts)), len(problems))
+    )
     return 1 if problems else 0
 
 

@@ -35,10 +35,15 @@ def test_each_rung_fails_or_starts_as_the_scenario_says():
     for rung in rungs:
         flags = {k: v for k, v in dict(base, **rung["envelope"]).items() if v is not None}
         env = memory.Envelope(
-            tp_size=flags["tp_size"], mem_fraction_static=flags.get("mem_fraction_static"),
-            context_length=flags.get("context_length"), max_running_requests=flags.get("max_running_requests"),
-            chunked_prefill_size=flags.get("chunked_prefill_size"), disable_cuda_graph=bool(flags.get("disable_cuda_graph")),
-            mamba_full_memory_ratio=flags.get("mamba_full_memory_ratio"), speculative=True)
+            tp_size=flags["tp_size"],
+            mem_fraction_static=flags.get("mem_fraction_static"),
+            context_length=flags.get("context_length"),
+            max_running_requests=flags.get("max_running_requests"),
+            chunked_prefill_size=flags.get("chunked_prefill_size"),
+            disable_cuda_graph=bool(flags.get("disable_cuda_graph")),
+            mamba_full_memory_ratio=flags.get("mamba_full_memory_ratio"),
+            speculative=True,
+        )
         verdicts[rung["name"]] = memory.plan_memory(A6000_MIB, _shape("Qwen3.6-27B"), _shape("Qwen3.6-27B-DFlash"), env).verdict
     assert verdicts == {
         "production": memory.VERDICT_POOL,

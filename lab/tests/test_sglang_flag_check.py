@@ -84,10 +84,29 @@ def sglang_python(tmp_path_factory):
     requirements = os.path.join(venv, "requirements.txt")
     with open(lock, encoding="utf-8") as source, open(requirements, "w", encoding="utf-8") as target:
         for line in source:
-            target.write("sglang===" + line[len("sglang=="):] if line.startswith("sglang==") else line)
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index",
-                           "--no-compile", "--find-links", WHEELHOUSE, "--require-hashes", "-r", requirements],
-                          capture_output=True, text=True, check=False)
+            target.write("sglang===" + line[len("sglang==") :] if line.startswith("sglang==") else line)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--no-compile",
+            "--find-links",
+            WHEELHOUSE,
+            "--require-hashes",
+            "-r",
+            requirements,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, "cannot build a venv from the wheelhouse: %s" % done.stderr[-2000:]
     # the probe writes no byte code into a release; compile what it imports once, as pip would
     # have for all of it (skipped above because that takes longer than this whole file)
@@ -98,8 +117,7 @@ def sglang_python(tmp_path_factory):
 def _compile_imports(python, **env):
     env = dict(os.environ, **env)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # scripts/test.sh sets it
-    subprocess.run([python, "-c", "import sglang.srt.server_args, sglang.srt.speculative.spec_info"],
-                   capture_output=True, check=True, env=env)
+    subprocess.run([python, "-c", "import sglang.srt.server_args, sglang.srt.speculative.spec_info"], capture_output=True, check=True, env=env)
 
 
 def _site_packages(python):
@@ -111,8 +129,7 @@ def _apply_patches(patches, overlay):
     for patch in patches:
         # the series may be rooted at the package (a/sglang/...) or at the repository (a/python/sglang/...)
         for strip in ("-p1", "-p2"):
-            dry = subprocess.run(["patch", "--dry-run", "-s", strip, "-d", overlay, "-i", patch],
-                                 capture_output=True, text=True, check=False)
+            dry = subprocess.run(["patch", "--dry-run", "-s", strip, "-d", overlay, "-i", patch], capture_output=True, text=True, check=False)
             if dry.returncode == 0:
                 subprocess.run(["patch", "-s", strip, "-d", overlay, "-i", patch], check=True)
                 break
@@ -140,16 +157,16 @@ def patched(sglang_python, tmp_path_factory):
         shutil.copytree(os.path.join(_site_packages(sglang_python), "sglang"), os.path.join(overlay, "sglang"))
         _apply_patches(patches, overlay)
     else:
-        pytest.skip("no DDTree-patched sglang: no sglang-0.5.23+*.whl in %s, no lab/patches/sglang-0.5.23/*.patch, "
-                    "DDTREE_SGLANG_PATCHED_PYTHON unset" % WHEELHOUSE)
+        pytest.skip(
+            "no DDTree-patched sglang: no sglang-0.5.23+*.whl in %s, no lab/patches/sglang-0.5.23/*.patch, DDTREE_SGLANG_PATCHED_PYTHON unset" % WHEELHOUSE
+        )
     _compile_imports(sglang_python, PYTHONPATH=overlay)
     return sglang_python, {"PYTHONPATH": overlay}
 
 
 def _run(args, data, cwd, environ_update):
     """What AnsibleModule.run_command does for the probe, without a module."""
-    done = subprocess.run(args, input=data, cwd=cwd, env=dict(os.environ, **environ_update),
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(args, input=data, cwd=cwd, env=dict(os.environ, **environ_update), capture_output=True, text=True, check=False)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -160,12 +177,12 @@ def check(python, argv, env=None, compute_capability=None):
     # each probe imports torch (2-4 s); tests that ask the same question share the answer
     key = (python, tuple(argv), tuple(sorted((env or {}).items())), compute_capability)
     if key not in _ANSWERS:
-        _ANSWERS[key] = fc.run_probe(_run, shutil.which("timeout"), python, argv, environment=env, timeout=120,
-                                     compute_capability=compute_capability)
+        _ANSWERS[key] = fc.run_probe(_run, shutil.which("timeout"), python, argv, environment=env, timeout=120, compute_capability=compute_capability)
     return _ANSWERS[key]
 
 
 # --- upstream sglang 0.5.23: what the real parser says about the lab's envelopes --------------
+
 
 @pytest.mark.parametrize("group", ENVELOPES)
 def test_upstream_refuses_exactly_the_ddtree_flags(sglang_python, group):
@@ -207,8 +224,9 @@ def test_module_end_to_end_masks_the_api_key(sglang_python, tmp_path):
     args = tmp_path / "args.json"
     argv = envelope("gpu_a6000_tp2") + ["--api-key", SECRET]
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"python": sglang_python, "argv": argv}}))
-    done = subprocess.run([sys.executable, MODULE, str(args)], capture_output=True, text=True, timeout=120, check=False,
-                          env=dict(os.environ, PYTHONPATH=COLLECTIONS))
+    done = subprocess.run(
+        [sys.executable, MODULE, str(args)], capture_output=True, text=True, timeout=120, check=False, env=dict(os.environ, PYTHONPATH=COLLECTIONS)
+    )
     assert SECRET not in done.stdout and SECRET not in done.stderr
     result = json.loads(done.stdout)
     assert result["failed"] is True and result["argv"][-2:] == ["--api-key", "********"]
@@ -218,6 +236,7 @@ def test_module_end_to_end_masks_the_api_key(sglang_python, tmp_path):
 
 
 # --- the DDTree-patched build ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("group", ENVELOPES)
 def test_patched_takes_the_envelopes(patched, group):
@@ -249,23 +268,36 @@ validate = _load("sglang_validate", os.path.join(ROOT, "plugins", "filter", "sgl
 CONTEXT_MESSAGE = (
     "Warning: User-specified context_length (524288) is greater than the derived context_length (262144). This may lead to "
     "incorrect model outputs or CUDA errors. Note that the derived context_length may differ from max_position_embeddings in "
-    "the model's config. To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    "the model's config. To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+)
 PARITY = [
     # (case, envelope changes, unit environment, refusal: None or (where, exception line, probe runs it))
     ("the lab envelope", {}, {}, None),
-    ("DFLASH without a drafter", {"speculative_draft_model_path": None}, {},
-     ("srt/arg_groups/speculative_hook.py:325",
-      "ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path.", True)),
-    ("an SSL key without its certificate", {"ssl_keyfile": "/etc/ssl/private/sglang.key"}, {},
-     ("srt/arg_groups/serving_hook.py:51", "ValueError: --ssl-keyfile requires --ssl-certfile to be specified as well.", True)),
-    ("DFLASH over two pipeline stages", {"tp_size": 1, "pp_size": 2}, {},
-     ("srt/arg_groups/speculative_hook.py:320",
-      "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1.", False)),
-    ("flex attention with speculative decoding", {"attention_backend": "flex_attention"}, {},
-     ("srt/arg_groups/attention_hook.py:161",
-      "AssertionError: Speculative decoding is currently not supported with Flex Attention backend", False)),
-    ("a context longer than the model's", {"context_length": 524288}, {},
-     ("srt/configs/model_config.py:1314", "ValueError: " + CONTEXT_MESSAGE, False)),
+    (
+        "DFLASH without a drafter",
+        {"speculative_draft_model_path": None},
+        {},
+        ("srt/arg_groups/speculative_hook.py:325", "ValueError: DFLASH speculative decoding requires setting --speculative-draft-model-path.", True),
+    ),
+    (
+        "an SSL key without its certificate",
+        {"ssl_keyfile": "/etc/ssl/private/sglang.key"},
+        {},
+        ("srt/arg_groups/serving_hook.py:51", "ValueError: --ssl-keyfile requires --ssl-certfile to be specified as well.", True),
+    ),
+    (
+        "DFLASH over two pipeline stages",
+        {"tp_size": 1, "pp_size": 2},
+        {},
+        ("srt/arg_groups/speculative_hook.py:320", "ValueError: Currently DFLASH speculative decoding only supports pp_size == 1.", False),
+    ),
+    (
+        "flex attention with speculative decoding",
+        {"attention_backend": "flex_attention"},
+        {},
+        ("srt/arg_groups/attention_hook.py:161", "AssertionError: Speculative decoding is currently not supported with Flex Attention backend", False),
+    ),
+    ("a context longer than the model's", {"context_length": 524288}, {}, ("srt/configs/model_config.py:1314", "ValueError: " + CONTEXT_MESSAGE, False)),
     ("a longer context SGLang is told to allow", {"context_length": 524288}, {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}, None),
 ]
 
@@ -284,7 +316,7 @@ def _source_lines(sglang_python, where, before=8):
     path, line = where.rsplit(":", 1)
     with open(os.path.join(_site_packages(sglang_python), "sglang", path), encoding="utf-8") as handle:
         lines = handle.read().splitlines()
-    return "\n".join(lines[int(line) - 1 - before:int(line) + 3])
+    return "\n".join(lines[int(line) - 1 - before : int(line) + 3])
 
 
 def _quoted_parts(text):
@@ -323,8 +355,9 @@ def test_sglang_the_simulator_and_preflight_refuse_the_same_envelopes(sglang_pyt
     assert (refused and refused[1]) == (refusal and refusal[1])
 
     # preflight: the mirror of what the probe cannot run here
-    problems = validate.startup_problems({"sglang_service_envelope": env, "sglang_service_environment": unit_env},
-                                         {"models": {TARGET: {"isdir": True, "config": target_cfg}}})
+    problems = validate.startup_problems(
+        {"sglang_service_envelope": env, "sglang_service_environment": unit_env}, {"models": {TARGET: {"isdir": True, "config": target_cfg}}}
+    )
     assert len(problems) == (1 if refusal is not None else 0), problems
 
 
@@ -339,12 +372,13 @@ def test_sglang_ddtree_without_its_drafter_starts_in_sglang_but_preflight_and_th
     assert answer["valid"] is True, answer
     args = sim_parser().parse_args(argv)
     assert sim_startup.simulated_refusal(args) == (
-        "SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path "
-        "(DDTree drafts with the DFlash drafter); not starting")
+        "SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path (DDTree drafts with the DFlash drafter); not starting"
+    )
     with open(os.path.join(TARGET, "config.json"), encoding="utf-8") as handle:
         target_cfg = json.load(handle)
-    problems = validate.startup_problems({"sglang_service_envelope": env, "sglang_service_environment": {}},
-                                         {"models": {TARGET: {"isdir": True, "config": target_cfg}}})
+    problems = validate.startup_problems(
+        {"sglang_service_envelope": env, "sglang_service_environment": {}}, {"models": {TARGET: {"isdir": True, "config": target_cfg}}}
+    )
     assert len(problems) == 1 and "speculative_algorithm DDTREE without speculative_draft_model_path" in problems[0]
     # with its drafter the simulator starts it
     assert sim_startup.simulated_refusal(sim_parser().parse_args(flags.sglang_argv(parity_envelope({"speculative_algorithm": "DDTREE"})))) is None

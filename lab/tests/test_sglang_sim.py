@@ -42,6 +42,7 @@ def ct129(**flags):
 
 # --- the memory rule, calibrated to the field notes ------------------------------------------
 
+
 def test_attempt1_fails_pool_sizing():
     plan = ct129(mem_fraction_static=0.88, context_length=131072)
     assert plan.verdict == memory.VERDICT_POOL
@@ -71,12 +72,12 @@ def test_ct200_production_envelope_is_healthy():
 
 
 def test_piecewise_off_rescues_attempt3():
-    plan = ct129(mem_fraction_static=0.95, context_length=32768, max_running_requests=4, disable_cuda_graph=True,
-                 disable_piecewise_cuda_graph=True)
+    plan = ct129(mem_fraction_static=0.95, context_length=32768, max_running_requests=4, disable_cuda_graph=True, disable_piecewise_cuda_graph=True)
     assert plan.ok, plan.reason
 
 
 # --- the process ---------------------------------------------------------------------------
+
 
 def free_port():
     with socket.socket() as sock:
@@ -92,21 +93,51 @@ def fixture_sim_env(tmp_path):
     models = tmp_path / "models"
     shutil.copytree(TARGET, models / "target")
     shutil.copytree(DRAFT, models / "draft")
-    env = dict(os.environ, DDTREE_LAB_GPUS_FILE=str(gpus), SGLANG_SIM_TIME_SCALE=TIME_SCALE, TRITON_CACHE_DIR=str(tmp_path / "triton"),
-               PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""),
-               PYTHONPATH=os.path.join(LAB, "sglang_sim"))
+    env = dict(
+        os.environ,
+        DDTREE_LAB_GPUS_FILE=str(gpus),
+        SGLANG_SIM_TIME_SCALE=TIME_SCALE,
+        TRITON_CACHE_DIR=str(tmp_path / "triton"),
+        PATH=os.path.join(LAB, "files") + os.pathsep + os.environ.get("PATH", ""),
+        PYTHONPATH=os.path.join(LAB, "sglang_sim"),
+    )
     env.pop("SGLANG_SIM_FAULT", None)
     return env, str(models)
 
 
 def argv(models, port, *extra):
-    return [sys.executable, "-m", "sglang_sim.launch_server", "--model-path", f"{models}/target", "--port", str(port), "--tp-size", "2",
-            "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path", f"{models}/draft", "--speculative-ddtree-shadow-linear",
-            *extra]
+    return [
+        sys.executable,
+        "-m",
+        "sglang_sim.launch_server",
+        "--model-path",
+        f"{models}/target",
+        "--port",
+        str(port),
+        "--tp-size",
+        "2",
+        "--speculative-algorithm",
+        "DDTREE",
+        "--speculative-draft-model-path",
+        f"{models}/draft",
+        "--speculative-ddtree-shadow-linear",
+        *extra,
+    ]
 
 
-HEALTHY = ("--mem-fraction-static", "0.85", "--context-length", "32768", "--max-running-requests", "4", "--disable-cuda-graph",
-           "--mamba-full-memory-ratio", "0.5", "--mamba-scheduler-strategy", "extra_buffer")
+HEALTHY = (
+    "--mem-fraction-static",
+    "0.85",
+    "--context-length",
+    "32768",
+    "--max-running-requests",
+    "4",
+    "--disable-cuda-graph",
+    "--mamba-full-memory-ratio",
+    "0.5",
+    "--mamba-scheduler-strategy",
+    "extra_buffer",
+)
 
 
 def run_to_exit(env, args):
@@ -145,8 +176,7 @@ def test_unknown_flag_exits_2(sim_env):
 
 
 def test_load_jitter_is_seconds_at_least_zero_and_a_bad_value_is_refused(sim_env):
-    assert [Knobs({"SGLANG_SIM_LOAD_JITTER_S": text}).load_jitter_s() for text in ("", "2.5", "0", "-1", "inf", "soon")] == [
-        0.0, 2.5, 0.0, None, None, None]
+    assert [Knobs({"SGLANG_SIM_LOAD_JITTER_S": text}).load_jitter_s() for text in ("", "2.5", "0", "-1", "inf", "soon")] == [0.0, 2.5, 0.0, None, None, None]
     env, models = sim_env
     done = run_to_exit(dict(env, SGLANG_SIM_LOAD_JITTER_S="-1"), argv(models, free_port(), *HEALTHY))
     assert done.returncode == 2
@@ -164,8 +194,7 @@ def test_attempt1_envelope_dies_with_pool_error(sim_env):
     env, models = sim_env
     out = run_to_exit(env, argv(models, free_port(), "--mem-fraction-static", "0.88", "--context-length", "131072"))
     assert out.returncode != 0
-    assert ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88"
-            in out.stderr)
+    assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88" in out.stderr
     assert "Received sigquit from a child process. It usually means the child failed." in out.stderr
 
 
@@ -289,6 +318,7 @@ def test_kernels_are_cached_in_triton_cache_dir(sim_env):
 
 # --- load, generation time and the graceful stop (zero-downtime upgrades) --------------------
 
+
 def _loads(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/loads?include=core", timeout=5) as resp:
         return json.load(resp)
@@ -302,6 +332,7 @@ def _generate_in_background(port, results, tokens=4):
         except (urllib.error.URLError, ConnectionError) as exc:
             status = repr(exc)
         results.append((status, time.monotonic() - started))
+
     thread = threading.Thread(target=one)
     thread.start()
     return thread
@@ -311,8 +342,9 @@ def test_generation_time_and_loads_count_running_and_waiting(sim_env):
     env, models = sim_env
     port = free_port()
     # HEALTHY has --max-running-requests 4: the fifth and sixth generation wait
-    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="1.5"),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="1.5"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
         try:
             wait_ready(port, proc)
             idle = _loads(port)
@@ -336,8 +368,9 @@ def test_generation_time_and_loads_count_running_and_waiting(sim_env):
 def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(sim_env):
     env, models = sim_env
     port = free_port()
-    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="2"),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+    with subprocess.Popen(
+        argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_GENERATE_S="2"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         try:
             wait_ready(port, proc)
             results = []
@@ -363,8 +396,9 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(sim_env):
 
 def test_sigterm_before_ready_exits_at_once(sim_env):
     env, models = sim_env
-    with subprocess.Popen(argv(models, free_port(), *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="hang_before_bind"),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+    with subprocess.Popen(
+        argv(models, free_port(), *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="hang_before_bind"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         end = time.time() + 10
         while "Memory pool end" not in proc.stdout.readline() and time.time() < end:
             pass
@@ -384,8 +418,7 @@ def test_node_rank_above_zero_serves_health_only(sim_env):
     env, models = sim_env
     port = free_port()
     multinode = ("--nnodes", "2", "--node-rank", "1", "--dist-init-addr", "10.0.0.1:25000")
-    with subprocess.Popen(argv(models, port, *HEALTHY, *multinode), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+    with subprocess.Popen(argv(models, port, *HEALTHY, *multinode), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         try:
             _wait_health(port, proc)
             assert _status(port, "/health_generate") == 200
@@ -464,8 +497,7 @@ def test_replay_fault_end_to_end(sim_env, tmp_path):
     assert out.returncode == 1
     assert out.stderr.endswith("\n".join(REAL) + "\n")
     assert "SIMULATED replay of a real failure log: x-1 (https://example.invalid/1)" in out.stderr
-    missing = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(tmp_path / "none.json")),
-                          argv(models, free_port(), *HEALTHY))
+    missing = run_to_exit(dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(tmp_path / "none.json")), argv(models, free_port(), *HEALTHY))
     assert missing.returncode == 2 and "sglang_sim: SGLANG_SIM_REPLAY: " in missing.stderr
 
 
@@ -474,10 +506,8 @@ def test_replay_of_a_healthy_log_goes_on_to_serve(sim_env, tmp_path):
     record = tmp_path / "record.json"
     record.write_text(json.dumps({"id": "h-1", "url": "https://example.invalid/h", "lines": REAL}))
     port = free_port()
-    run_env = dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(record), SGLANG_SIM_REPLAY_END="serve",
-                   SGLANG_SIM_TIME_SCALE="0.01")
-    with subprocess.Popen(argv(models, port, *HEALTHY), env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+    run_env = dict(env, SGLANG_SIM_FAULT="replay", SGLANG_SIM_REPLAY=str(record), SGLANG_SIM_REPLAY_END="serve", SGLANG_SIM_TIME_SCALE="0.01")
+    with subprocess.Popen(argv(models, port, *HEALTHY), env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         try:
             wait_ready(port, proc)
             status, _body = post(port, "/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2}})
@@ -527,8 +557,7 @@ SIMULATED_AS_REAL = [
 @pytest.mark.parametrize("simulated, record_id", SIMULATED_AS_REAL, ids=[record_id for _line, record_id in SIMULATED_AS_REAL])
 def test_simulated_failure_lines_are_worded_as_real_logs(simulated, record_id):
     wording = _wording(simulated)
-    assert any(rid == record_id and wording in line for rid, line in _corpus_lines()), (
-        f"{simulated!r} is not worded as in {record_id}")
+    assert any(rid == record_id and wording in line for rid, line in _corpus_lines()), f"{simulated!r} is not worded as in {record_id}"
 
 
 def test_a_start_up_check_sglang_makes_stops_the_simulator_too(sim_env):
@@ -540,7 +569,8 @@ def test_a_start_up_check_sglang_makes_stops_the_simulator_too(sim_env):
         "ValueError: Warning: User-specified context_length (524288) is greater than the derived context_length (262144). This may "
         "lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from "
         "max_position_embeddings in the model's config. To allow overriding this maximum, set the env var "
-        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+    )
     assert "Load weight begin" not in done.stderr
 
 
@@ -549,13 +579,13 @@ from sglang_sim import throughput  # noqa: E402  pylint: disable=wrong-import-po
 
 
 def test_gpu_classes_from_the_compute_capability():
-    assert [throughput.gpu_class(cap) for cap in ("8.6", "8.0", "12.0", "10.0", "9.0", "x")] == [
-        "ampere", "ampere", "blackwell", "blackwell", "other", "other"]
+    assert [throughput.gpu_class(cap) for cap in ("8.6", "8.0", "12.0", "10.0", "9.0", "x")] == ["ampere", "ampere", "blackwell", "blackwell", "other", "other"]
 
 
 def test_ddtree_against_linear_is_the_field_notes_story_per_class():
     def ratio(cap, tp):
         return throughput.rate(tp, "DDTREE", 16, cap).tokens_per_s / throughput.rate(tp, "DFLASH", None, cap).tokens_per_s
+
     assert ratio("12.0", 8) == pytest.approx(1.24, abs=1e-9)
     assert ratio("8.6", 2) == pytest.approx(0.96, abs=1e-9)
     # the calibration: the lab's ct129 envelope keeps the former 0.01 s a token
@@ -571,8 +601,12 @@ def test_load_and_the_slow_share_lower_the_rate():
 
 
 def _stream(conn, tokens):
-    conn.request("POST", "/generate", body=json.dumps({"text": "stream me", "stream": True, "sampling_params": {"max_new_tokens": tokens}}),
-                 headers={"Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/generate",
+        body=json.dumps({"text": "stream me", "stream": True, "sampling_params": {"max_new_tokens": tokens}}),
+        headers={"Content-Type": "application/json"},
+    )
     resp = conn.getresponse()
     assert resp.status == 200 and resp.getheader("transfer-encoding") == "chunked"
     events = [line[6:] for line in resp.read().decode().split("\n\n") if line.startswith("data: ")]
@@ -581,6 +615,7 @@ def _stream(conn, tokens):
 
 def test_stream_sends_cumulative_steps_then_done_and_keeps_the_connection(sim_env):
     import http.client  # pylint: disable=import-outside-toplevel
+
     env, models = sim_env
     port = free_port()
     with subprocess.Popen(argv(models, port, *HEALTHY), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
@@ -604,8 +639,9 @@ def test_stream_sends_cumulative_steps_then_done_and_keeps_the_connection(sim_en
 def test_slow_fault_serves_fewer_tokens_per_second_and_a_bad_share_is_refused(sim_env):
     env, models = sim_env
     port = free_port()
-    with subprocess.Popen(argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="slow", SGLANG_SIM_SLOW_SHARE="0.5"),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+    with subprocess.Popen(
+        argv(models, port, *HEALTHY), env=dict(env, SGLANG_SIM_FAULT="slow", SGLANG_SIM_SLOW_SHARE="0.5"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    ) as proc:
         try:
             wait_ready(port, proc)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/get_server_info", timeout=5) as resp:
@@ -622,7 +658,7 @@ def test_verify_costs_and_the_step_schedule():
     assert throughput.VERIFY_COST["blackwell"] == pytest.approx(0.4112903225806, abs=1e-9)
     assert throughput.VERIFY_COST["ampere"] == pytest.approx(0.8229166666667, abs=1e-9)
     assert throughput.VERIFY_COST["other"] == 0.6
-    assert throughput.STEP_RATE_1 == pytest.approx(100 / (2 ** 0.5 * 2.304), abs=1e-12)
+    assert throughput.STEP_RATE_1 == pytest.approx(100 / (2**0.5 * 2.304), abs=1e-12)
     # linear at budget-free accept 3.0; ampere tp 2 DFLASH: 100 / 0.96
     assert throughput.rate(2, "DFLASH", None, "8.6").tokens_per_s == pytest.approx(100 / 0.96, abs=1e-9)
     assert throughput.decode_steps(10, 4.2) == [4, 8, 10]
@@ -640,6 +676,7 @@ def test_verify_costs_and_the_step_schedule():
 def fixture_in_process():
     """A simulated server in this process (ct129 class: two A6000s, DDTREE budget 16, tp 2): start(**SimState kwargs) -> port."""
     from sglang_sim.http_api import SimState, make_server  # pylint: disable=import-outside-toplevel
+
     servers = []
 
     def start(**kwargs):
@@ -663,6 +700,7 @@ def fixture_in_process():
 def _timed_stream(port, tokens, text="stream me"):
     """(seconds to each event, the events) of one streamed /generate."""
     import http.client  # pylint: disable=import-outside-toplevel
+
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     started = time.monotonic()
     conn.request("POST", "/generate", body=json.dumps({"text": text, "stream": True, "sampling_params": {"max_new_tokens": tokens}}))
@@ -724,6 +762,7 @@ def test_server_info_and_the_slow_share_in_process(in_process):
 
 def test_generate_fails_before_the_stream(in_process):
     import http.client  # pylint: disable=import-outside-toplevel
+
     port = in_process(fault="generate_fails")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("POST", "/generate", body=json.dumps({"text": "hi", "stream": True}))
@@ -758,8 +797,10 @@ def test_a_client_that_hangs_up_after_done_is_no_error(in_process, capsys):
 
 
 def test_text_and_noise_are_simulated_as_documented():
-    prose = ("Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: "
-             "once or twice she had peeped into the book her sister was reading")
+    prose = (
+        "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do: "
+        "once or twice she had peeped into the book her sister was reading"
+    )
     words = " ".join(["alpha", "river", "stone", "cloud", "green"] * 6)
     assert throughput.text_factor(prose) == pytest.approx(1.15)
     assert throughput.text_factor(words) == pytest.approx(0.85)
@@ -779,6 +820,7 @@ def test_the_noise_knobs_are_checked(sim_env):
 
 def test_each_process_draws_its_own_speed_and_each_request_its_own():
     from sglang_sim.http_api import SimState  # pylint: disable=import-outside-toplevel
+
     args = build_parser().parse_args(["--model-path", "/models/target", "--tp-size", "2", "--speculative-algorithm", "DDTREE"])
     sims = [SimState(args, {}, 32768, "none", 1.0, compute_cap="8.6", noise=(0.05, 0.0)) for _index in range(20)]
     speeds = [sim.process_speed for sim in sims]

@@ -86,8 +86,7 @@ def patched(upstream, tmp_path_factory):
     with zipfile.ZipFile(upstream) as wheel:
         wheel.extractall(tree, [n for n in wheel.namelist() if n.startswith("sglang/")])
     for patch in PATCHES:
-        dry = subprocess.run(["patch", "--dry-run", "--batch", "--forward", "-p2", "-d", str(tree), "-i", patch],
-                             capture_output=True, text=True, check=False)
+        dry = subprocess.run(["patch", "--dry-run", "--batch", "--forward", "-p2", "-d", str(tree), "-i", patch], capture_output=True, text=True, check=False)
         assert dry.returncode == 0, "%s does not apply: %s" % (os.path.basename(patch), dry.stdout + dry.stderr)
         subprocess.run(["patch", "--batch", "--forward", "--silent", "-p2", "-d", str(tree), "-i", patch], check=True)
     return tree
@@ -100,8 +99,7 @@ def parse(argv, overlay=None, **env):
     environment.update(env)
     if overlay:
         environment["PYTHONPATH"] = str(overlay)
-    return subprocess.run([CLOSURE_PYTHON, "-c", PARSE, json.dumps(argv)], capture_output=True, text=True,
-                          env=environment, check=False, timeout=120)
+    return subprocess.run([CLOSURE_PYTHON, "-c", PARSE, json.dumps(argv)], capture_output=True, text=True, env=environment, check=False, timeout=120)
 
 
 def envelope_argv(group):
@@ -109,6 +107,7 @@ def envelope_argv(group):
 
 
 # ------------------------------------------------------------------ pins in step (no wheelhouse needed)
+
 
 def test_lock_pins_every_wheel_once_by_sha256():
     names = [p["name"] for p in LOCK]
@@ -165,6 +164,7 @@ def test_series_is_git_format_patch_against_the_upstream_layout():
 
 # ------------------------------------------------------------------ against the real wheel
 
+
 def test_wheelhouse_holds_every_locked_file(wheelhouse):
     missing = ["%s==%s" % (p["name"], p["version"]) for p in LOCK if p["sha256"] not in wheelhouse]
     assert not missing
@@ -179,8 +179,9 @@ def test_fixture_patch_applies_neither_way(upstream, tmp_path):
     with zipfile.ZipFile(upstream) as wheel:
         wheel.extract("sglang/srt/server_args.py", tmp_path)
     for direction in ([], ["--reverse"]):
-        run = subprocess.run(["patch", "--dry-run", "--batch", "-p2", "-d", str(tmp_path), "-i", DOES_NOT_APPLY,
-                              *direction], capture_output=True, text=True, check=False)
+        run = subprocess.run(
+            ["patch", "--dry-run", "--batch", "-p2", "-d", str(tmp_path), "-i", DOES_NOT_APPLY, *direction], capture_output=True, text=True, check=False
+        )
         assert run.returncode == 1 and "1 out of 1 hunk FAILED" in run.stdout
 
 
@@ -216,8 +217,7 @@ def test_patched_parser_still_refuses_unknown_flags(patched):
 def test_patched_server_reads_its_api_key_from_the_environment(patched):
     from_env = json.loads(parse(["--model-path", "/x"], overlay=patched, SGLANG_API_KEY="sk-lab").stdout)
     assert from_env["api_key"] == "sk-lab"
-    given = json.loads(parse(["--model-path", "/x", "--api-key", "sk-cli"], overlay=patched,
-                             SGLANG_API_KEY="sk-lab").stdout)
+    given = json.loads(parse(["--model-path", "/x", "--api-key", "sk-cli"], overlay=patched, SGLANG_API_KEY="sk-lab").stdout)
     assert given["api_key"] == "sk-cli"
 
 
@@ -238,8 +238,7 @@ print(json.dumps({"logged": str(redact_api_keys(redact_watermark_secrets(args.re
 def test_patched_server_leaves_its_api_keys_out_of_the_startup_log(patched):
     environment = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=str(patched), SGLANG_API_KEY="sk-lab-env")
     argv = ["--model-path", "/x", "--admin-api-key", "sk-lab-admin"]
-    run = subprocess.run([CLOSURE_PYTHON, "-c", LOGGED, json.dumps(argv)], capture_output=True, text=True,
-                         env=environment, check=False, timeout=120)
+    run = subprocess.run([CLOSURE_PYTHON, "-c", LOGGED, json.dumps(argv)], capture_output=True, text=True, env=environment, check=False, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     answer = json.loads(run.stdout)
     assert "redact_api_keys" in answer["calls"] and "redact_watermark_secrets" in answer["calls"]
@@ -262,13 +261,18 @@ def test_prebuilt_wheel_is_the_patched_tree_with_a_true_record(wheelhouse, patch
                 continue
             data = wheel.read(name)
             assert digest == wb.record_hash(data) and int(size) == len(data), name
-        for patched_file in ("sglang/srt/arg_groups/fields/spec.py", "sglang/srt/speculative/ddtree_info.py",
-                             "sglang/srt/server_args.py", "sglang/srt/entrypoints/engine.py"):
+        for patched_file in (
+            "sglang/srt/arg_groups/fields/spec.py",
+            "sglang/srt/speculative/ddtree_info.py",
+            "sglang/srt/server_args.py",
+            "sglang/srt/entrypoints/engine.py",
+        ):
             assert wheel.read(patched_file) == (patched / patched_file).read_bytes()
 
 
 def csv_rows(text):
     import csv  # pylint: disable=import-outside-toplevel
+
     return csv.reader(text.splitlines())
 
 
@@ -277,8 +281,9 @@ def test_abi_fixture_fails_on_import_with_an_undefined_symbol(wheelhouse, tmp_pa
     with zipfile.ZipFile(os.path.join(WHEELHOUSE, stamp["file"])) as wheel:
         assert "Tag: cp311-cp311-linux_x86_64" in wheel.read("ddtree_abi_fixture-0.1.0.dist-info/WHEEL").decode()
         wheel.extractall(tmp_path)
-    run = subprocess.run([CLOSURE_PYTHON, "-c", "import ddtree_abi_fixture"], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=str(tmp_path)), check=False)
+    run = subprocess.run(
+        [CLOSURE_PYTHON, "-c", "import ddtree_abi_fixture"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(tmp_path)), check=False
+    )
     assert run.returncode == 1
     assert "undefined symbol: %s" % wb.ABI_FIXTURE_SYMBOL in run.stderr
 

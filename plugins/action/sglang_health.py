@@ -42,7 +42,6 @@ def _seconds(value, default):
 
 
 class ActionModule(ActionBase):
-
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
@@ -68,8 +67,7 @@ class ActionModule(ActionBase):
                 if module_result.get('failed') or module_result.get('verdict') != 'pending' or not isinstance(resume, dict):
                     break
                 if time.monotonic() > limit:
-                    raise AnsibleActionFail('sglang_health kept answering pending past its timeout; last progress: %s'
-                                            % module_result.get('progress'))
+                    raise AnsibleActionFail('sglang_health kept answering pending past its timeout; last progress: %s' % module_result.get('progress'))
                 display.display('[%s] %s' % (host, module_result.get('progress') or 'no verdict yet'))
                 args['_resume'] = resume
         finally:

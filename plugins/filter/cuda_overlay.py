@@ -49,8 +49,9 @@ def _version_option(match, key, where, allow_int):
     value = match[key]
     if isinstance(value, bool) or isinstance(value, float) or (isinstance(value, int) and not allow_int):
         # a float loses digits (12.10 reads as 12.1), so a version must be quoted
-        raise AnsibleFilterError('%s.%s: write the version as a quoted string such as "%s", got %r'
-                                 % (where, key, '575' if key == 'min_driver_version' else '13.0', value))
+        raise AnsibleFilterError(
+            '%s.%s: write the version as a quoted string such as "%s", got %r' % (where, key, '575' if key == 'min_driver_version' else '13.0', value)
+        )
     parsed = version_tuple(value)
     if parsed is None:
         raise AnsibleFilterError('%s.%s: %r is not a numeric version such as "575.51" or "13.0"' % (where, key, value))
@@ -125,21 +126,24 @@ def entry_mismatches(rules, host):
     """Why an entry's rules do not fit the host (empty: it fits)."""
     reasons = []
     if 'simulated' in rules and rules['simulated'] != host['simulated']:
-        reasons.append('for %s GPUs, this host\'s are %s' % (
-            'simulated' if rules['simulated'] else 'real', 'simulated' if host['simulated'] else 'real'))
+        reasons.append('for %s GPUs, this host\'s are %s' % ('simulated' if rules['simulated'] else 'real', 'simulated' if host['simulated'] else 'real'))
     if 'compute_caps' in rules:
         wanted = rules['compute_caps']
         if not host['count']:
             reasons.append('needs compute capability %s, nvidia-smi lists no GPU' % ' or '.join(wanted))
         elif host['compute_cap_unknown']:
-            reasons.append('needs compute capability %s, the driver (%s) cannot report it (drivers before 510)'
-                           % (' or '.join(wanted), host['driver_version'] or 'unknown'))
+            reasons.append(
+                'needs compute capability %s, the driver (%s) cannot report it (drivers before 510)'
+                % (' or '.join(wanted), host['driver_version'] or 'unknown')
+            )
         else:
             outside = [c for c in host['compute_caps'] if c not in wanted]
             if outside:
                 reasons.append('compute capability %s not in [%s]' % (', '.join(outside), ', '.join(wanted)))
-    for key, label, have in (('min_driver_version', 'driver', host['driver_version']),
-                             ('min_cuda_version', 'CUDA (the driver\'s highest)', host['cuda_version'])):
+    for key, label, have in (
+        ('min_driver_version', 'driver', host['driver_version']),
+        ('min_cuda_version', 'CUDA (the driver\'s highest)', host['cuda_version']),
+    ):
         if key not in rules:
             continue
         text, need = rules[key]
@@ -154,8 +158,12 @@ def entry_mismatches(rules, host):
 def _host_text(host):
     gpus = ', '.join(host['gpu_classes']) or 'no GPU'
     return 'driver %s, CUDA %s, compute capability %s, %s%s' % (
-        host['driver_version'] or 'unknown', host['cuda_version'] or 'unknown',
-        ', '.join(host['compute_caps']) or 'unknown', gpus, ' (simulated)' if host['simulated'] else '')
+        host['driver_version'] or 'unknown',
+        host['cuda_version'] or 'unknown',
+        ', '.join(host['compute_caps']) or 'unknown',
+        gpus,
+        ' (simulated)' if host['simulated'] else '',
+    )
 
 
 def cuda_overlay_match(gpu_facts, matrix, allow_unpinned=False, variable='cuda_overlay_matrix'):
@@ -194,10 +202,16 @@ def cuda_overlay_match(gpu_facts, matrix, allow_unpinned=False, variable='cuda_o
     else:
         why = '; '.join('%s: %s' % (r['entry'], ', '.join(r['reasons'])) for r in rejected)
     return {
-        'matched': False, 'entry': None, 'wheels': [], 'probe_imports': [], 'expect_cuda': None, 'compute_cap': None,
-        'host': host, 'rejected': rejected,
+        'matched': False,
+        'entry': None,
+        'wheels': [],
+        'probe_imports': [],
+        'expect_cuda': None,
+        'compute_cap': None,
+        'host': host,
+        'rejected': rejected,
         'msg': 'no entry of %s fits this host (%s): %s. Add an entry for these GPUs with wheels built for them, '
-               'or upgrade the driver where an entry needs a newer one; nothing was installed.' % (variable, _host_text(host), why),
+        'or upgrade the driver where an entry needs a newer one; nothing was installed.' % (variable, _host_text(host), why),
     }
 
 

@@ -74,15 +74,13 @@ def serving_group(host, groups, explicit='', multinode='', ignore=None, servers_
             return name
     skip = set(SPECIAL_GROUPS) | {servers_group} | set(ignore or [])
     servers = set(groups.get(servers_group, []))
-    candidates = [name for name, members in groups.items()
-                  if name not in skip and host in members and set(members) <= servers]
+    candidates = [name for name, members in groups.items() if name not in skip and host in members and set(members) <= servers]
     if not candidates:
         return servers_group
     return sorted(candidates, key=lambda name: (len(groups[name]), name))[0]
 
 
-def upgrade_plan(hosts, groups, explicit=None, multinode=None, serial=1, min_serving=0,
-                 ignore=None, servers_group='sglang_servers'):
+def upgrade_plan(hosts, groups, explicit=None, multinode=None, serial=1, min_serving=0, ignore=None, servers_group='sglang_servers'):
     """Canary and batches per serving group, and the waves one play runs them in."""
     if not isinstance(hosts, list) or not hosts:
         raise AnsibleFilterError('upgrade_plan needs the list of hosts to upgrade, got %r' % (hosts,))
@@ -107,20 +105,23 @@ def upgrade_plan(hosts, groups, explicit=None, multinode=None, serial=1, min_ser
         if is_multinode:
             missing = [host for host in groups.get(name, []) if host not in members]
             if missing:
-                problems.append('multi-node group %s serves one model from all its hosts, so they are upgraded together; '
-                                'the run leaves out %s (widen the limit to the whole group)' % (name, ', '.join(missing)))
+                problems.append(
+                    'multi-node group %s serves one model from all its hosts, so they are upgraded together; '
+                    'the run leaves out %s (widen the limit to the whole group)' % (name, ', '.join(missing))
+                )
             entry.update(canary=members, batches=[], batch_size=len(members))
         else:
             cap = size - keep
             if cap < 1:
-                problems.append('group %s has %d host(s) and upgrade_min_serving=%s keeps %d serving, so none can be '
-                                'taken down' % (name, size, min_serving, keep))
+                problems.append(
+                    'group %s has %d host(s) and upgrade_min_serving=%s keeps %d serving, so none can be taken down' % (name, size, min_serving, keep)
+                )
                 continue
             sizes = _batch_sizes(serial, len(members) - 1, cap)
             batches = []
             start = 1
             for size_k in sizes:
-                batches.append(members[start:start + size_k])
+                batches.append(members[start : start + size_k])
                 start += size_k
             entry.update(canary=members[:1], batches=batches, batch_size=max(sizes) if sizes else 1)
         plan_groups[name] = entry
@@ -130,8 +131,7 @@ def upgrade_plan(hosts, groups, explicit=None, multinode=None, serial=1, min_ser
     waves = [sum((plan_groups[name]['canary'] for name in order), [])]
     depth = max(len(plan_groups[name]['batches']) for name in order)
     for index in range(depth):
-        waves.append(sum((plan_groups[name]['batches'][index] for name in order
-                          if index < len(plan_groups[name]['batches'])), []))
+        waves.append(sum((plan_groups[name]['batches'][index] for name in order if index < len(plan_groups[name]['batches'])), []))
     host_wave = {}
     host_step = {}
     for index, wave in enumerate(waves):
@@ -147,8 +147,7 @@ def upgrade_plan(hosts, groups, explicit=None, multinode=None, serial=1, min_ser
     lines = []
     for name in order:
         entry = plan_groups[name]
-        text = '%s%s: canary %s' % (name, ' (multi-node, all hosts together)' if entry['multinode'] else '',
-                                    ', '.join(entry['canary']))
+        text = '%s%s: canary %s' % (name, ' (multi-node, all hosts together)' if entry['multinode'] else '', ', '.join(entry['canary']))
         if entry['batches']:
             text += ', then ' + ' '.join('[%s]' % ', '.join(batch) for batch in entry['batches'])
         if not entry['multinode']:
@@ -176,14 +175,21 @@ def upgrade_gate(records, plan, host, max_fail_percentage=0):
         budget = float(to_text(max_fail_percentage).rstrip('%'))
     except ValueError:
         raise AnsibleFilterError('upgrade_max_fail_percentage must be a number from 0 to 100, got %r' % (max_fail_percentage,))
-    earlier = [record for record in (records or [])
-               if isinstance(record, dict) and record.get('host') != host
-               and plan['host_group'].get(record.get('host')) == group
-               and plan['host_wave'].get(record.get('host'), wave) < wave]
+    earlier = [
+        record
+        for record in (records or [])
+        if isinstance(record, dict)
+        and record.get('host') != host
+        and plan['host_group'].get(record.get('host')) == group
+        and plan['host_wave'].get(record.get('host'), wave) < wave
+    ]
     if entry['multinode']:
         # one model over all its hosts: without one of them the others cannot serve either
-        lost = [record['host'] for record in (records or []) if isinstance(record, dict)
-                and record.get('host') in entry['hosts'] and record.get('host') != host and record.get('outcome') == 'unreachable']
+        lost = [
+            record['host']
+            for record in (records or [])
+            if isinstance(record, dict) and record.get('host') in entry['hosts'] and record.get('host') != host and record.get('outcome') == 'unreachable'
+        ]
         if lost:
             return {'proceed': False, 'reason': 'multi-node group %s cannot start without %s (unreachable)' % (group, ', '.join(lost))}
     halted = [record for record in earlier if record.get('outcome') == 'skipped']
@@ -192,15 +198,20 @@ def upgrade_gate(records, plan, host, max_fail_percentage=0):
     if not entry['multinode']:
         for record in earlier:
             if record.get('host') in entry['canary'] and record.get('outcome') in FAILED:
-                return {'proceed': False, 'reason': 'the canary %s of group %s %s (%s), so the group\'s rollout stopped'
-                        % (record['host'], group, record['outcome'].replace('_', ' '),
-                           record.get('diagnosis', {}).get('cause') or 'see its row')}
+                return {
+                    'proceed': False,
+                    'reason': 'the canary %s of group %s %s (%s), so the group\'s rollout stopped'
+                    % (record['host'], group, record['outcome'].replace('_', ' '), record.get('diagnosis', {}).get('cause') or 'see its row'),
+                }
     tried = [record for record in earlier if record.get('outcome') in TRIED]
     failed = [record for record in tried if record.get('outcome') in FAILED]
     if tried and 100.0 * len(failed) / len(tried) > budget:
         names = ', '.join(record['host'] for record in failed)
-        return {'proceed': False, 'reason': '%d of %d host(s) of group %s failed (%s), more than upgrade_max_fail_percentage=%s, '
-                'so the group\'s rollout stopped' % (len(failed), len(tried), group, names, max_fail_percentage)}
+        return {
+            'proceed': False,
+            'reason': '%d of %d host(s) of group %s failed (%s), more than upgrade_max_fail_percentage=%s, '
+            'so the group\'s rollout stopped' % (len(failed), len(tried), group, names, max_fail_percentage),
+        }
     return {'proceed': True, 'reason': ''}
 
 
@@ -228,9 +239,14 @@ def _envelope_text(envelope):
     if not isinstance(envelope, dict):
         return ''
     words = []
-    for key, short in (('tp_size', 'tp'), ('nnodes', 'nodes'), ('mem_fraction_static', 'mem'),
-                       ('context_length', 'ctx'), ('max_running_requests', 'reqs'),
-                       ('speculative_algorithm', 'spec')):
+    for key, short in (
+        ('tp_size', 'tp'),
+        ('nnodes', 'nodes'),
+        ('mem_fraction_static', 'mem'),
+        ('context_length', 'ctx'),
+        ('max_running_requests', 'reqs'),
+        ('speculative_algorithm', 'spec'),
+    ):
         if envelope.get(key) not in (None, '', False):
             words.append('%s %s' % (short, envelope[key]))
     return ', '.join(words)
@@ -239,7 +255,7 @@ def _envelope_text(envelope):
 def _cell(text, limit=None):
     text = ' '.join(to_text(text if text is not None else '').split()).replace('|', '\\|')
     if limit and len(text) > limit:
-        text = text[:limit - 3].rstrip() + '...'
+        text = text[: limit - 3].rstrip() + '...'
     return text
 
 
@@ -271,8 +287,7 @@ def _gate_cells(gate):
     ratio_cell = '' if ratio is None else '%.3f' % float(ratio)
     if ratio_cell and isinstance(interval, (list, tuple)) and len(interval) == 2:
         ratio_cell += ' (%.3f-%.3f)' % (float(interval[0]), float(interval[1]))
-    return ['' if gate.get('output_throughput') is None else '%.1f' % float(gate['output_throughput']),
-            ratio_cell, _cell(gate.get('outcome'))]
+    return ['' if gate.get('output_throughput') is None else '%.1f' % float(gate['output_throughput']), ratio_cell, _cell(gate.get('outcome'))]
 
 
 def upgrade_report(records, plan=None, diagnosis_chars=160, secrets=None):
@@ -314,17 +329,26 @@ def upgrade_report(records, plan=None, diagnosis_chars=160, secrets=None):
             text = diag['diagnosis']
         if diag.get('advice'):
             text += ' Advice: ' + diag['advice']
-        lines.append('| %s |' % ' | '.join([
-            _cell(row.get('host')), _cell(row.get('group')), _cell(row.get('step')),
-            _cell((row.get('outcome') or '').replace('_', ' ')),
-            _change(before.get('id'), after.get('id')),
-            _change(before.get('sglang'), after.get('sglang')),
-            _cell(_envelope_text(row.get('envelope'))),
-            _cell('' if timings.get('deploy_s') is None else '%.1f' % float(timings['deploy_s'])),
-            _cell('' if timings.get('verdict_s') is None else '%.1f' % float(timings['verdict_s'])),
-        ] + _gate_cells(row['gate']) + [
-            _cell(text, diagnosis_chars),
-        ]))
+        lines.append(
+            '| %s |'
+            % ' | '.join(
+                [
+                    _cell(row.get('host')),
+                    _cell(row.get('group')),
+                    _cell(row.get('step')),
+                    _cell((row.get('outcome') or '').replace('_', ' ')),
+                    _change(before.get('id'), after.get('id')),
+                    _change(before.get('sglang'), after.get('sglang')),
+                    _cell(_envelope_text(row.get('envelope'))),
+                    _cell('' if timings.get('deploy_s') is None else '%.1f' % float(timings['deploy_s'])),
+                    _cell('' if timings.get('verdict_s') is None else '%.1f' % float(timings['verdict_s'])),
+                ]
+                + _gate_cells(row['gate'])
+                + [
+                    _cell(text, diagnosis_chars),
+                ]
+            )
+        )
     order = [outcome for outcome in OUTCOMES if outcome in summary] + sorted(set(summary) - set(OUTCOMES))
     text = ', '.join('%d %s' % (summary[outcome], outcome.replace('_', ' ')) for outcome in order)
     return {'hosts': rows, 'summary': summary, 'summary_text': text, 'markdown': '\n'.join(lines) + '\n'}

@@ -27,7 +27,7 @@ def ml_env_release_id(inputs, length=16):
         canonical = json.dumps(inputs, sort_keys=True, separators=(',', ':'), ensure_ascii=True)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('ml_env_release_id: inputs are not JSON data: %s' % exc)
-    return hashlib.sha256(canonical.encode('ascii')).hexdigest()[:int(length)]
+    return hashlib.sha256(canonical.encode('ascii')).hexdigest()[: int(length)]
 
 
 class FilterModule(object):

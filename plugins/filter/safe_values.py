@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
-    is_loopback, path_and_parents, root_dir_problems, scrub_secrets, secret_values_valid, unit_value_problems)
+    is_loopback,
+    path_and_parents,
+    root_dir_problems,
+    scrub_secrets,
+    secret_values_valid,
+    unit_value_problems,
+)
 
 
 class FilterModule(object):

@@ -35,8 +35,7 @@ def safety_timer_state(text):
         reasons.append('the timer was %s, not waiting' % (fields['TimerSubState'] or 'gone'))
     started = fields['ExecMainStartTimestampMonotonic'] not in ('', '0')
     if started or fields['ActiveState'] not in ('inactive', ''):
-        reasons.append('its restore service was %s (%s)%s' % (fields['ActiveState'], fields['SubState'],
-                                                              ', and had started' if started else ''))
+        reasons.append('its restore service was %s (%s)%s' % (fields['ActiveState'], fields['SubState'], ', and had started' if started else ''))
     if fields['Pending'] != 'yes':
         reasons.append('the pending record was gone')
     return {'fired': bool(reasons), 'why': '; '.join(reasons)}

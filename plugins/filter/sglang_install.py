@@ -72,16 +72,14 @@ def sglang_install_series(stat_results):
     """The patch series as the selection records it: ``[{name, path, sha256}]`` in order, from the
     registered results of an ``ansible.builtin.stat`` loop over the patch pins (sha256 checksums)."""
     if not isinstance(stat_results, list):
-        raise AnsibleFilterError('sglang_install_series expects the results list of a stat loop, got %s'
-                                 % type(stat_results).__name__)
+        raise AnsibleFilterError('sglang_install_series expects the results list of a stat loop, got %s' % type(stat_results).__name__)
     series = []
     for result in stat_results:
         try:
             path = result['item']['path']
             checksum = result['stat']['checksum']
         except (KeyError, TypeError):
-            raise AnsibleFilterError('sglang_install_series: %r is not a stat result of an existing file '
-                                     'with a checksum, looped over patch pins' % (result,))
+            raise AnsibleFilterError('sglang_install_series: %r is not a stat result of an existing file with a checksum, looped over patch pins' % (result,))
         series.append({'name': path.rstrip('/').rsplit('/', 1)[-1], 'path': path, 'sha256': checksum})
     return series
 

@@ -51,13 +51,14 @@ def _numbers(plan, recommendation):
     if "error" in p or "gib" not in p:
         return ""
     g = p["gib"]
-    text = (f"per GPU: weights {g['target_weights']} GiB, KV {p['kv_bytes_per_token']} bytes/token, state "
-            f"{round(p['state_bytes_per_request'] / MIB, 1)} MiB/request, pool after weights "
-            f"{g['rest_after_weights']} GiB, KV pool {p['max_total_num_tokens']} tokens = {p['full_context_requests']} x "
-            f"{p['context_length']}, headroom {g['headroom']} GiB")
+    text = (
+        f"per GPU: weights {g['target_weights']} GiB, KV {p['kv_bytes_per_token']} bytes/token, state "
+        f"{round(p['state_bytes_per_request'] / MIB, 1)} MiB/request, pool after weights "
+        f"{g['rest_after_weights']} GiB, KV pool {p['max_total_num_tokens']} tokens = {p['full_context_requests']} x "
+        f"{p['context_length']}, headroom {g['headroom']} GiB"
+    )
     if r.get("fits"):
-        text += (f"; largest that fits: {r['context_length']} x {r['max_running_requests']} at "
-                 f"{r['mem_fraction_static']}")
+        text += f"; largest that fits: {r['context_length']} x {r['max_running_requests']} at {r['mem_fraction_static']}"
     return text
 
 
@@ -69,9 +70,22 @@ def _rolled_back(unit_existed, rollback_verdict):
     return "rolled back: the last known good unit is restored but NOT healthy"
 
 
-def sglang_ladder_record(report, rung, index, outcome, plan=None, recommendation=None, seconds=None,
-                         envelope=None, verdict=None, stage=None, failed_verdict=None, failed_result=None,
-                         unit_existed=True, rollback_verdict=None):
+def sglang_ladder_record(
+    report,
+    rung,
+    index,
+    outcome,
+    plan=None,
+    recommendation=None,
+    seconds=None,
+    envelope=None,
+    verdict=None,
+    stage=None,
+    failed_verdict=None,
+    failed_result=None,
+    unit_existed=True,
+    rollback_verdict=None,
+):
     """The report with one more rung; see sglang_ladder_record.yml."""
     if not isinstance(report, dict) or not isinstance(report.get("rungs"), list):
         _fail(f"the report must be a dict with a list 'rungs', got {report!r}")
@@ -94,34 +108,50 @@ def sglang_ladder_record(report, rung, index, outcome, plan=None, recommendation
     label = _label(rung, index)
     reasons = "; ".join(plan.get("reasons", []))
     if outcome == "skipped":
-        row.update(stage="planner", cause="memory_plan", reason=reasons, plan=plan, recommendation=recommendation,
-                   seconds=float(seconds),
-                   line=f"{label}: skipped by the planner, host untouched: {reasons} "
-                        f"[{_numbers(plan, recommendation)}]")
+        row.update(
+            stage="planner",
+            cause="memory_plan",
+            reason=reasons,
+            plan=plan,
+            recommendation=recommendation,
+            seconds=float(seconds),
+            line=f"{label}: skipped by the planner, host untouched: {reasons} [{_numbers(plan, recommendation)}]",
+        )
     elif outcome == "healthy":
         verdict = verdict or {}
-        row.update(stage="verdict", cause="", reason="healthy", plan=plan, seconds=float(seconds),
-                   time_to_healthy_s=verdict.get("time_to_healthy_s"),
-                   line=f"{label}: healthy (a generation answered {verdict.get('time_to_healthy_s', '?')} s after "
-                        f"the start), kept"
-                        + ("" if plan.get("fits") else f" although the planner rejected it ({reasons})"))
+        row.update(
+            stage="verdict",
+            cause="",
+            reason="healthy",
+            plan=plan,
+            seconds=float(seconds),
+            time_to_healthy_s=verdict.get("time_to_healthy_s"),
+            line=f"{label}: healthy (a generation answered {verdict.get('time_to_healthy_s', '?')} s after "
+            f"the start), kept" + ("" if plan.get("fits") else f" although the planner rejected it ({reasons})"),
+        )
         result["winner"] = {"rung": index + 1, "name": name, "envelope": envelope}
     else:
         failed_verdict = failed_verdict or {}
         failed_result = failed_result or {}
         verdict_failed = "cause" in failed_verdict
         if verdict_failed:
-            reason = (f"failed its verdict [{failed_verdict['cause']}] in phase {failed_verdict.get('phase', '?')}: "
-                      f"{failed_verdict.get('diagnosis', '')}")
+            reason = f"failed its verdict [{failed_verdict['cause']}] in phase {failed_verdict.get('phase', '?')}: {failed_verdict.get('diagnosis', '')}"
             rolled_back = _rolled_back(unit_existed, rollback_verdict)
         else:
-            reason = (("refused before the unit was touched: " if stage in ("planner", "preflight") else "failed: ")
-                      + str(failed_result.get("msg", "(no message)")))
+            reason = ("refused before the unit was touched: " if stage in ("planner", "preflight") else "failed: ") + str(
+                failed_result.get("msg", "(no message)")
+            )
             rolled_back = ""
-        row.update(stage="verdict" if verdict_failed else stage, cause=failed_verdict.get("cause") or "refused",
-                   reason=reason, rolled_back=rolled_back, plan=plan, seconds=float(seconds),
-                   message=failed_result.get("msg", ""),
-                   line=f"{label}: {reason}" + (f"; {rolled_back}" if rolled_back else ""))
+        row.update(
+            stage="verdict" if verdict_failed else stage,
+            cause=failed_verdict.get("cause") or "refused",
+            reason=reason,
+            rolled_back=rolled_back,
+            plan=plan,
+            seconds=float(seconds),
+            message=failed_result.get("msg", ""),
+            line=f"{label}: {reason}" + (f"; {rolled_back}" if rolled_back else ""),
+        )
     result["rungs"] = report["rungs"] + [row]
     return result
 

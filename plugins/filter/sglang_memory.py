@@ -51,16 +51,26 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 DTYPE_BYTES = {
-    "float32": 4, "fp32": 4, "float": 4,
-    "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "half": 2,
-    "fp8_e4m3": 1, "fp8_e5m2": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "fp8": 1,
+    "float32": 4,
+    "fp32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "fp16": 2,
+    "half": 2,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "fp8": 1,
 }
 
 DEFAULTS = {
     # SGLang's measured quantities, made explicit (GiB per GPU)
-    "cuda_context_gib": 0.75,     # CUDA context + allocator slack before any tensor
-    "nccl_gib": 0.25,             # NCCL / custom all-reduce buffers, only when tp_size > 1
-    "reserve_gib": 2.5,           # activations, sampler, CUDA graph and piecewise graph captures
+    "cuda_context_gib": 0.75,  # CUDA context + allocator slack before any tensor
+    "nccl_gib": 0.25,  # NCCL / custom all-reduce buffers, only when tp_size > 1
+    "reserve_gib": 2.5,  # activations, sampler, CUDA graph and piecewise graph captures
     # SGLang's own defaults
     "mem_fraction_static": 0.88,
     "mamba_full_memory_ratio": 0.9,
@@ -68,8 +78,7 @@ DEFAULTS = {
     "page_size": 1,
 }
 
-PLAN_OPTIONS = frozenset(("cuda_context_gib", "nccl_gib", "reserve_gib", "target_weights_bytes",
-                          "draft_weights_bytes", "mamba_ssm_dtype"))
+PLAN_OPTIONS = frozenset(("cuda_context_gib", "nccl_gib", "reserve_gib", "target_weights_bytes", "draft_weights_bytes", "mamba_ssm_dtype"))
 
 
 def _fail(msg):
@@ -159,7 +168,7 @@ def _state_bytes_per_request(config, linear_layers, tp, ssm_bytes, what):
         if heads % tp:
             _fail(f"{what}.{name}={heads} is not divisible by tp_size={tp} (SGLang's divide() asserts)")
     conv_dim = 2 * k_heads * k_dim + v_heads * v_dim
-    conv = (conv_dim // tp) * (kernel - 1) * 2          # CONV_DTYPE is bfloat16
+    conv = (conv_dim // tp) * (kernel - 1) * 2  # CONV_DTYPE is bfloat16
     temporal = (v_heads // tp) * k_dim * v_dim * ssm_bytes
     return (conv + temporal) * linear_layers
 
@@ -169,8 +178,9 @@ def _weights_bytes(config, override, dtype_bytes, what):
         return int(override)
     params = config.get("num_parameters")
     if params is None:
-        _fail(f"{what} has no num_parameters: pass the checkpoint size as "
-              f"{'draft' if 'draft' in what else 'target'}_weights_bytes (sum of its safetensors files)")
+        _fail(
+            f"{what} has no num_parameters: pass the checkpoint size as {'draft' if 'draft' in what else 'target'}_weights_bytes (sum of its safetensors files)"
+        )
     return int(params) * dtype_bytes
 
 
@@ -251,8 +261,7 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
     target_weights = _weights_bytes(target, opt.get("target_weights_bytes"), dtype_bytes, "model_config") // tp
     draft_weights = 0
     if draft:
-        draft_weights = _weights_bytes(draft, opt.get("draft_weights_bytes"),
-                                       _model_dtype_bytes(draft, {}, "draft_config"), "draft_config") // tp
+        draft_weights = _weights_bytes(draft, opt.get("draft_weights_bytes"), _model_dtype_bytes(draft, {}, "draft_config"), "draft_config") // tp
 
     # profile_max_num_token: rest = (before_load - weights) - before_load * (1 - f)
     static_budget = int(before_load * f)
@@ -310,21 +319,22 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
             "Not enough memory for the KV/state pools (SGLang: 'Not enough memory. Please try to increase "
             f"--mem-fraction-static', mem_fraction_static={f}): static budget {_gib(static_budget)} GiB - weights "
             f"{_gib(target_weights)} GiB - speculative intermediate states {_gib(spec_state)} GiB "
-            f"({mrr} requests x {draft_tokens} draft tokens) leaves {_gib(rest_after_weights - spec_state)} GiB")
+            f"({mrr} requests x {draft_tokens} draft tokens) leaves {_gib(rest_after_weights - spec_state)} GiB"
+        )
     elif tokens < context:
         reasons.append(f"KV pool holds {tokens} tokens, fewer than context_length {context}")
     if state_per_req and tokens > 0 and effective_mrr < 1:
         reasons.append(f"state pool of {mamba_slots} slots cannot hold one running request")
     elif requested_mrr and effective_mrr < int(requested_mrr):
-        warnings.append(f"SGLang caps max_running_requests {requested_mrr} at {effective_mrr} "
-                        f"(state pool {mamba_slots} slots)")
+        warnings.append(f"SGLang caps max_running_requests {requested_mrr} at {effective_mrr} (state pool {mamba_slots} slots)")
 
     outside = before_load - static_budget
     headroom = outside - draft_weights - int(opt["reserve_gib"] * GIB)
     if headroom < 0:
         reasons.append(
             f"outside the static pool {_gib(outside)} GiB per GPU holds the drafter's weights {_gib(draft_weights)} GiB "
-            f"but not the {opt['reserve_gib']} GiB reserve for activations and CUDA graphs: lower mem_fraction_static")
+            f"but not the {opt['reserve_gib']} GiB reserve for activations and CUDA graphs: lower mem_fraction_static"
+        )
 
     plan = {
         "tp_size": tp,
@@ -359,14 +369,13 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
         "reasons": reasons,
         "warnings": warnings,
     }
-    plan["gib"] = {k[:-len("_bytes")]: _gib(v) for k, v in plan.items() if k.endswith("_bytes")}
+    plan["gib"] = {k[: -len("_bytes")]: _gib(v) for k, v in plan.items() if k.endswith("_bytes")}
     return plan
 
 
 def _fits_with(plan, context, mrr):
     # every admitted request may grow to the full context: the KV pool must hold them all
-    return (plan["fits"] and plan["max_total_num_tokens"] >= context * mrr
-            and plan["max_running_requests_effective"] >= mrr)
+    return plan["fits"] and plan["max_total_num_tokens"] >= context * mrr and plan["max_running_requests_effective"] >= mrr
 
 
 def _most_requests_at(base, context, cap, floor, model_config, gpu, draft_config, options):
@@ -380,19 +389,25 @@ def _most_requests_at(base, context, cap, floor, model_config, gpu, draft_config
 
 
 def _found(candidate, plan, tried, kept_context):
-    return {"fits": True, "context_length": candidate["context_length"],
-            "max_running_requests": candidate["max_running_requests"],
-            "mem_fraction_static": plan["mem_fraction_static"], "envelope": candidate, "plan": plan,
-            "tried": tried, "kept_context": kept_context}
+    return {
+        "fits": True,
+        "context_length": candidate["context_length"],
+        "max_running_requests": candidate["max_running_requests"],
+        "mem_fraction_static": plan["mem_fraction_static"],
+        "envelope": candidate,
+        "plan": plan,
+        "tried": tried,
+        "kept_context": kept_context,
+    }
 
 
 def _request_cap(base, max_running_requests):
-    return int(max_running_requests or base.get("max_running_requests")
-               or (DEFAULTS["spec_max_running_requests"] if base.get("speculative_algorithm") else 256))
+    return int(
+        max_running_requests or base.get("max_running_requests") or (DEFAULTS["spec_max_running_requests"] if base.get("speculative_algorithm") else 256)
+    )
 
 
-def _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests,
-                  min_running_requests, options):
+def _recommend_at(base, model_config, gpu, draft_config, min_context_length, max_running_requests, min_running_requests, options):
     """Largest power-of-two context, then the most requests: below the envelope's own context_length
     when it has one (the caller found that not one request fits there), else from the model's limit."""
     wanted = int(base.get("context_length") or 0)
@@ -405,17 +420,22 @@ def _recommend_at(base, model_config, gpu, draft_config, min_context_length, max
         context, tried = 1 << (ceiling.bit_length() - 1), []
     cap = _request_cap(base, max_running_requests)
     while context >= int(min_context_length):
-        found = _most_requests_at(base, context, cap, min_running_requests, model_config, gpu, draft_config,
-                                  options)
+        found = _most_requests_at(base, context, cap, min_running_requests, model_config, gpu, draft_config, options)
         if found:
             return _found(found[0], found[1], tried, False)
         tried.append(context)
         context //= 2
-    plan = sglang_memory_plan(dict(base, context_length=int(min_context_length), max_running_requests=1),
-                              model_config, gpu, draft_config, **options)
-    return {"fits": False, "context_length": None, "max_running_requests": None,
-            "mem_fraction_static": plan["mem_fraction_static"], "envelope": None, "plan": plan, "tried": tried,
-            "kept_context": False}
+    plan = sglang_memory_plan(dict(base, context_length=int(min_context_length), max_running_requests=1), model_config, gpu, draft_config, **options)
+    return {
+        "fits": False,
+        "context_length": None,
+        "max_running_requests": None,
+        "mem_fraction_static": plan["mem_fraction_static"],
+        "envelope": None,
+        "plan": plan,
+        "tried": tried,
+        "kept_context": False,
+    }
 
 
 def _with_fraction(envelope, fraction):
@@ -425,9 +445,17 @@ def _with_fraction(envelope, fraction):
     return base
 
 
-def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_fraction_static=None,
-                            min_context_length=4096, max_running_requests=None, min_running_requests=1,
-                            **options):
+def sglang_memory_recommend(
+    envelope,
+    model_config,
+    gpu,
+    draft_config=None,
+    mem_fraction_static=None,
+    min_context_length=4096,
+    max_running_requests=None,
+    min_running_requests=1,
+    **options,
+):
     """The envelope's own context_length with the most running requests that fit there; a shorter
     context only when not one request fits there; see the .yml."""
     if not isinstance(envelope, dict):
@@ -443,15 +471,15 @@ def sglang_memory_recommend(envelope, model_config, gpu, draft_config=None, mem_
         # with as many running requests as fit there (one is enough to keep it)
         for index, fraction in enumerate(fractions):
             base = _with_fraction(envelope, fraction)
-            found = _most_requests_at(base, wanted, _request_cap(base, max_running_requests), 1,
-                                      model_config, gpu, draft_config, options)
+            found = _most_requests_at(base, wanted, _request_cap(base, max_running_requests), 1, model_config, gpu, draft_config, options)
             if found:
-                return dict(_found(found[0], found[1], [], True), fractions_tried=fractions[:index + 1])
+                return dict(_found(found[0], found[1], [], True), fractions_tried=fractions[: index + 1])
     first = None
     for index, fraction in enumerate(fractions):
-        result = _recommend_at(_with_fraction(envelope, fraction), model_config, gpu, draft_config,
-                               min_context_length, max_running_requests, min_running_requests, options)
-        result["fractions_tried"] = fractions[:index + 1]
+        result = _recommend_at(
+            _with_fraction(envelope, fraction), model_config, gpu, draft_config, min_context_length, max_running_requests, min_running_requests, options
+        )
+        result["fractions_tried"] = fractions[: index + 1]
         if result["fits"]:
             return result
         first = first or result
@@ -478,39 +506,39 @@ def sglang_memory_summary(plan, recommendation=None, envelope=None):
         f"CUDA context and NCCL); weights {g['target_weights']} GiB leave {g['rest_after_weights']} GiB; "
         f"KV cache {p['kv_bytes_per_token']} bytes per token ({p['target_kv_bytes_per_token']} model + "
         f"{p['draft_kv_bytes_per_token']} drafter); recurrent state {_mib(p['state_bytes_per_request'])} MiB per "
-        f"running request")
+        f"running request"
+    )
     if p.get("spec_state_bytes"):
-        text += (f", {g['spec_state']} GiB for {mrr} requests x {p['speculative_num_draft_tokens']} draft tokens "
-                 f"while verifying")
+        text += f", {g['spec_state']} GiB for {mrr} requests x {p['speculative_num_draft_tokens']} draft tokens while verifying"
     text += (
         f"; state pool {p['state_pool_slots']} slots ({g['state_pool']} GiB); KV pool {p['max_total_num_tokens']} "
         f"tokens ({g['kv_pool']} GiB) = {p['full_context_requests']} requests at context_length "
         f"{p['context_length']}, {p['max_running_requests_effective']} running (max_running_requests "
         f"{mrr if mrr is not None else 'unset'}); outside the pool {g['outside_pool']} GiB for the drafter's "
         f"{g['draft_weights']} GiB and the {g['reserve']} GiB reserve (activations, CUDA graphs): headroom "
-        f"{g['headroom']} GiB.")
+        f"{g['headroom']} GiB."
+    )
     if not p["fits"]:
         text += f" Does not fit: {'; '.join(p['reasons'])}."
     if p.get("warnings"):
         text += f" Warnings: {'; '.join(p['warnings'])}."
     if r.get("fits"):
         f, n = r["mem_fraction_static"], r["max_running_requests"]
-        flags = (f"(--mem-fraction-static {f} --context-length {r['context_length']} "
-                 f"--max-running-requests {n})")
+        flags = f"(--mem-fraction-static {f} --context-length {r['context_length']} --max-running-requests {n})"
         if r.get("kept_context"):
-            text += (f" At context_length {r['context_length']} as set, "
-                     f"{'1 running request fits' if n == 1 else f'{n} running requests fit'} "
-                     f"at mem_fraction_static {f} {flags}.")
+            text += (
+                f" At context_length {r['context_length']} as set, "
+                f"{'1 running request fits' if n == 1 else f'{n} running requests fit'} "
+                f"at mem_fraction_static {f} {flags}."
+            )
         else:
             # a recommendation says kept_context false when it looked at the envelope's own context first
             if r.get("kept_context") is False and envelope.get("context_length"):
                 text += f" Not one request fits at context_length {envelope['context_length']}."
-            text += (f" Largest that fits: context_length {r['context_length']} x max_running_requests "
-                     f"{n} at mem_fraction_static {f} {flags}.")
+            text += f" Largest that fits: context_length {r['context_length']} x max_running_requests {n} at mem_fraction_static {f} {flags}."
     elif r:
         tried = ", ".join(str(x) for x in r["fractions_tried"])
-        text += (f" Nothing fits at mem_fraction_static {tried} with "
-                 f"{envelope.get('max_running_requests') or 1} or more running requests.")
+        text += f" Nothing fits at mem_fraction_static {tried} with {envelope.get('max_running_requests') or 1} or more running requests."
     return text
 
 

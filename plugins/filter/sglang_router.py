@@ -68,8 +68,8 @@ def worker_url(host, hostvars):
     problem = url_problem(url)
     if problem:
         raise AnsibleFilterError(
-            'The worker URL of %s (from %s) must be http(s)://<IP address or DNS name>:<port 1-65535> and nothing else; '
-            '%s: %r.' % (host, source, problem, url))
+            'The worker URL of %s (from %s) must be http(s)://<IP address or DNS name>:<port 1-65535> and nothing else; %s: %r.' % (host, source, problem, url)
+        )
     return url
 
 
@@ -100,23 +100,24 @@ def sglang_router_pip_source_problems(find_links, index_url):
     problems = []
     values = {'sglang_router_pip_find_links': find_links, 'sglang_router_pip_index_url': index_url}
     if any(not isinstance(value, str) for value in values.values()):
-        return ['sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got %s and %s.'
-                % (_json(find_links), _json(index_url))]
+        return ['sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got %s and %s.' % (_json(find_links), _json(index_url))]
     if bool(find_links) == bool(index_url):
         problems.append(
             'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
             'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
-            'sglang_router_pip_index_url=%s.' % (_json(find_links), _json(index_url)))
+            'sglang_router_pip_index_url=%s.' % (_json(find_links), _json(index_url))
+        )
     if find_links and (unsafe_chars(find_links) or not re.match(r'(/|https?://)', find_links)):
         problems.append(
             'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
             'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
-            'got %s.' % _json(find_links))
+            'got %s.' % _json(find_links)
+        )
     if index_url and (unsafe_chars(index_url) or not re.match(r'https?://', index_url)):
         problems.append(
             'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
-            'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.'
-            % _json(index_url))
+            'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.' % _json(index_url)
+        )
     return problems
 
 

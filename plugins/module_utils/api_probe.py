@@ -60,8 +60,7 @@ class HttpProbe(threading.Thread):
     def snapshot(self):
         """What the next slice needs to go on where this one stopped."""
         with self.lock:
-            return dict(stage=self.stage, model_id=self.model_id, generate_failures=self.generate_failures,
-                        last_error=self.last_error)
+            return dict(stage=self.stage, model_id=self.model_id, generate_failures=self.generate_failures, last_error=self.last_error)
 
     def _request(self, path, body=None):
         remaining = max(1.0, self.deadline - time.monotonic())
@@ -95,8 +94,10 @@ class HttpProbe(threading.Thread):
                     return True
                 self.last_error = '/v1/models answered 200 without data[0].id'
             elif code in (401, 403):
-                self._fail('http_unauthorized', '/v1/models answered %d: the server wants an API key; give the key the service was '
-                                                'started with (api_key_file or api_key_env_file)' % code)
+                self._fail(
+                    'http_unauthorized',
+                    '/v1/models answered %d: the server wants an API key; give the key the service was started with (api_key_file or api_key_env_file)' % code,
+                )
                 return False
             elif code is None:
                 self.last_error = '/v1/models: %s' % payload.decode('utf-8', 'replace')
@@ -113,8 +114,7 @@ class HttpProbe(threading.Thread):
                     self.outcome = 'healthy'
                 return
             if code in (401, 403):
-                self._fail('http_unauthorized', '/health answered %d: give the key the service was started with '
-                                                '(api_key_file or api_key_env_file)' % code)
+                self._fail('http_unauthorized', '/health answered %d: give the key the service was started with (api_key_file or api_key_env_file)' % code)
                 return
             self.last_error = '/health: %s' % (payload.decode('utf-8', 'replace') if code is None else 'answered %d' % code)
             self._sleep()
@@ -145,8 +145,7 @@ class HttpProbe(threading.Thread):
                 elif problem is None and self.expect and self.expect not in text:
                     problem = '/generate text %r does not contain %r' % (text[:200], self.expect)
             elif code in (401, 403):
-                self._fail('http_unauthorized', '/generate answered %d: give the key the service was started with '
-                                                '(api_key_file or api_key_env_file)' % code)
+                self._fail('http_unauthorized', '/generate answered %d: give the key the service was started with (api_key_file or api_key_env_file)' % code)
                 return
             else:
                 detail = payload.decode('utf-8', 'replace').strip().replace('\n', ' ')[:300]
@@ -185,10 +184,12 @@ class HttpProbe(threading.Thread):
             self.last_error = '/v1/models without the key: %s' % e.reason
         if code in (401, 403):
             return True
-        self._fail('api_key_not_enforced',
-                   '/v1/models answered %s to a request without the API key, while the service was given one: the '
-                   'installed SGLang ignores the key (stock SGLang reads --api-key only, not SGLANG_API_KEY), so its API '
-                   'serves anyone' % ('no answer' if code is None else code))
+        self._fail(
+            'api_key_not_enforced',
+            '/v1/models answered %s to a request without the API key, while the service was given one: the '
+            'installed SGLang ignores the key (stock SGLang reads --api-key only, not SGLANG_API_KEY), so its API '
+            'serves anyone' % ('no answer' if code is None else code),
+        )
         return False
 
     def run(self):

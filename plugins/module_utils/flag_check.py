@@ -18,6 +18,7 @@ import tempfile
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import flag_check as flag_probe
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
+
 # which flags carry a secret is SGLang's argument knowledge (sglang_args); masking and scrubbing texts is here
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import is_secret_flag
 
@@ -54,6 +55,7 @@ def is_multi_value(flag):
 
 def scrub_text(text):
     """Mask the value of every secret flag written out in free text (every value of one that takes several)."""
+
     def mask(match):
         flag, sep, first, more = match.groups()
         if not is_secret_flag(flag):
@@ -64,6 +66,7 @@ def scrub_text(text):
         else:
             more = scrub_text(more) if more else ''
         return flag + sep + MASK + more
+
     return _FLAG_IN_TEXT.sub(mask, text)
 
 
@@ -77,9 +80,9 @@ def secret_values(argv):
         if '=' in token:
             values = [token.split('=', 1)[1]]
         else:
-            values = tokens[i + 1:i + 2]
+            values = tokens[i + 1 : i + 2]
         if is_multi_value(token):
-            for later in tokens[i + 1:]:
+            for later in tokens[i + 1 :]:
                 if later.startswith('-'):
                     break
                 if later not in values:
@@ -135,7 +138,7 @@ def parse_probe_output(stdout):
     for line in reversed((stdout or '').splitlines()):
         if line.startswith(RESULT_MARK):
             try:
-                answer = json.loads(line[len(RESULT_MARK):])
+                answer = json.loads(line[len(RESULT_MARK) :])
             except ValueError as exc:
                 raise ProbeError('the probe answered something that is not JSON: %s' % exc)
             if not isinstance(answer, dict) or 'valid' not in answer:
@@ -206,8 +209,7 @@ def probe_environment(environment):
     return kept, sorted(dropped)
 
 
-def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180,
-              compute_capability=None):
+def run_probe(run, timeout_bin, python, argv, module='sglang.srt.server_args', environment=None, timeout=180, compute_capability=None):
     """Run the probe with `python`; return its answer (dict) with secret values scrubbed.
 
     `run(args, data, cwd, environ_update)` runs a command and returns (rc, stdout, stderr), as

@@ -61,9 +61,11 @@ class HealthCheck:
         healthy_at = _number(healthy.get('at'))
         self.healthy_at = healthy_at if healthy_at is not None and healthy_at <= now else None
         self.time_to_healthy = _number(healthy.get('time_to_healthy_s'))
-        self.api = dict(model_id=str(healthy.get('model_id') or self.api_resume.get('model_id') or ''),
-                        generation_text=str(healthy.get('generation_text') or ''),
-                        generation_latency_s=_number(healthy.get('generation_latency_s')))
+        self.api = dict(
+            model_id=str(healthy.get('model_id') or self.api_resume.get('model_id') or ''),
+            generation_text=str(healthy.get('generation_text') or ''),
+            generation_latency_s=_number(healthy.get('generation_latency_s')),
+        )
         self.reader = None
         self.journal_error = None
 
@@ -74,8 +76,10 @@ class HealthCheck:
     def show(self):
         rc, out, err = self.module.run_command(systemd.systemctl_show_argv(self.params['unit']))
         if rc != 0:
-            self.module.fail_json(msg='systemctl show %s failed (rc=%d): %s. Is systemd running on this host and the unit name right?'
-                                      % (self.params['unit'], rc, (err or out).strip()))
+            self.module.fail_json(
+                msg='systemctl show %s failed (rc=%d): %s. Is systemd running on this host and the unit name right?'
+                % (self.params['unit'], rc, (err or out).strip())
+            )
         state = systemd.parse_systemctl_show(out)
         if not self.first_pid and state['MainPID']:
             self.first_pid = state['MainPID']
@@ -168,18 +172,31 @@ class HealthCheck:
         if self.healthy_at is not None:
             api_status = 'healthy (%s answered after %.0f s), settling %.0f/%g s' % (
                 '/health' if self.params['api_check'] == 'health' else 'a generation',
-                self.time_to_healthy or 0, time.monotonic() - self.healthy_at, self.settle_s)
+                self.time_to_healthy or 0,
+                time.monotonic() - self.healthy_at,
+                self.settle_s,
+            )
             phase = 'settling'
         elif api.get('stage') == 'generate':
             api_status = 'API up (model %s), waiting for a test generation' % (api.get('model_id') or '?')
         else:
             api_status = 'API not answering yet'
         result['progress'] = '%s: %s, %.0f s since start%s, %s' % (
-            self.params['unit'], phase, self.since_start_s(), ' (pid %d)' % pid if pid else '', api_status)
+            self.params['unit'],
+            phase,
+            self.since_start_s(),
+            ' (pid %d)' % pid if pid else '',
+            api_status,
+        )
         healthy = {}
         if self.healthy_at is not None:
-            healthy = dict(at=self.healthy_at, time_to_healthy_s=self.time_to_healthy, model_id=self.api['model_id'],
-                           generation_text=self.api['generation_text'], generation_latency_s=self.api['generation_latency_s'])
+            healthy = dict(
+                at=self.healthy_at,
+                time_to_healthy_s=self.time_to_healthy,
+                model_id=self.api['model_id'],
+                generation_text=self.api['generation_text'],
+                generation_latency_s=self.api['generation_latency_s'],
+            )
         result['resume'] = dict(
             started=self.started,
             slices=self.slices,
@@ -203,8 +220,10 @@ class HealthCheck:
         elif fallback_reason:
             diagnosis = '%s (%s)' % (diagnosis, fallback_reason)
         if self.healthy_at is not None:
-            diagnosis += ('; it had answered a generation %.1f s earlier and failed inside the %g s settle window'
-                          % (time.monotonic() - self.healthy_at, self.settle_s))
+            diagnosis += '; it had answered a generation %.1f s earlier and failed inside the %g s settle window' % (
+                time.monotonic() - self.healthy_at,
+                self.settle_s,
+            )
         return self.result('failed', cause, diagnosis, advice, fatal_lines)
 
     def unit_failure(self):
@@ -212,8 +231,7 @@ class HealthCheck:
         dead = systemd.unit_failure(self.state, self.baseline_restarts, self.first_pid)
         if dead is None and self.invocation and self.state.get('InvocationID') and self.state['InvocationID'] != self.invocation:
             # started again between two slices: the journal read stays on the invocation being judged
-            dead = ('restarted', 'the unit was started again (InvocationID changed from %s to %s)'
-                    % (self.invocation, self.state['InvocationID']))
+            dead = ('restarted', 'the unit was started again (InvocationID changed from %s to %s)' % (self.invocation, self.state['InvocationID']))
         return dead
 
     def read_server_args(self):
@@ -254,9 +272,17 @@ class HealthCheck:
         key = self.read_api_key() if self.params['api_key_file'] else self.read_api_key_env()
         if key:
             headers['Authorization'] = 'Bearer %s' % key
-        probe = HttpProbe(self.params['base_url'], headers, self.params['generate_prompt'], self.params['generate_max_tokens'],
-                          self.params['generate_expect'], self.params['poll_interval'], self.deadline, self.api_resume,
-                          health_only=self.params['api_check'] == 'health')
+        probe = HttpProbe(
+            self.params['base_url'],
+            headers,
+            self.params['generate_prompt'],
+            self.params['generate_max_tokens'],
+            self.params['generate_expect'],
+            self.params['poll_interval'],
+            self.deadline,
+            self.api_resume,
+            health_only=self.params['api_check'] == 'health',
+        )
         probe.start()
         try:
             return self.watch(probe)
@@ -353,14 +379,20 @@ class HealthCheck:
             cause, diagnosis, advice, fatal_lines = signatures.diagnose(self.lines(), self.server_args)
             if cause is not None and cause != signatures.UNCLASSIFIED:
                 return self.result('failed', cause, diagnosis, advice, fatal_lines, probe)
-            advice = ('Check the server log around the failing request (journal_tail); a model that loads but cannot '
-                      'generate often points at a broken kernel or a bad draft model.')
+            advice = (
+                'Check the server log around the failing request (journal_tail); a model that loads but cannot '
+                'generate often points at a broken kernel or a bad draft model.'
+            )
             if failure[0] == 'api_key_not_enforced':
-                advice = ('Install a build that reads the key from SGLANG_API_KEY (the DDTree patch set does: '
-                          'sglang_install_patches), or keep the API on loopback without a key.')
+                advice = (
+                    'Install a build that reads the key from SGLANG_API_KEY (the DDTree patch set does: '
+                    'sglang_install_patches), or keep the API on loopback without a key.'
+                )
             if failure[0] == 'http_unauthorized':
-                advice = ('Point api_key_file at the key given to the server with --api-key, or api_key_env_file at the unit\'s '
-                          'EnvironmentFile that sets %s.' % self.params['api_key_env_var'])
+                advice = (
+                    'Point api_key_file at the key given to the server with --api-key, or api_key_env_file at the unit\'s '
+                    'EnvironmentFile that sets %s.' % self.params['api_key_env_var']
+                )
             return self.result('failed', failure[0], failure[1], advice, fatal_lines, probe)
         if outcome == 'healthy':
             # the generation may have raced a crash: confirm the same process still runs
@@ -391,9 +423,13 @@ class HealthCheck:
             return None
         holders = ', '.join('%d (%s)' % (pid, proc_net.process_name(pid)) for pid in others) or 'a process outside the unit'
         entry = signatures.signature('port_in_use')
-        diagnosis = ('port %d is answered by PID %s, not by %s (its main PID is %s): the API answers came from another server '
-                     'while this unit is still in %s' % (port, holders, self.params['unit'], self.state.get('MainPID'),
-                                                         signatures.phase_of(self.lines())))
+        diagnosis = 'port %d is answered by PID %s, not by %s (its main PID is %s): the API answers came from another server while this unit is still in %s' % (
+            port,
+            holders,
+            self.params['unit'],
+            self.state.get('MainPID'),
+            signatures.phase_of(self.lines()),
+        )
         advice = signatures.render(entry['advice'], {'address': "('%s', %d)" % (url.hostname, port)}, entry.get('defaults'))
         return self.result('failed', 'port_in_use', diagnosis, advice, self.lines()[-10:], probe)
 
@@ -408,10 +444,17 @@ class HealthCheck:
         else:
             where = 'the API is not up yet'
         diagnosis = 'no verdict within %s s: stuck in %s for %d s (%s; last HTTP error: %s)' % (
-            self.params['timeout'], phase, self.phase_age_s(phase), where, last_error or 'none')
+            self.params['timeout'],
+            phase,
+            self.phase_age_s(phase),
+            where,
+            last_error or 'none',
+        )
         if self.journal_error:
             diagnosis += '; journal unreadable: %s' % self.journal_error
         _cause, _diag, _advice, fatal_lines = signatures.diagnose(lines, self.server_args)
-        advice = ('If start-up is just slow (large weights, long CUDA graph capture), raise timeout; if the journal has stopped '
-                  'moving, the server hangs in %s: see journal_tail.' % phase)
+        advice = (
+            'If start-up is just slow (large weights, long CUDA graph capture), raise timeout; if the journal has stopped '
+            'moving, the server hangs in %s: see journal_tail.' % phase
+        )
         return self.result('timeout', 'timeout', diagnosis, advice, fatal_lines or lines[-10:], probe)

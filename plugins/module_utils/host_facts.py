@@ -20,6 +20,7 @@ import re
 import stat
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import proc_net, systemd
+
 # who holds the port: the same reading as module sglang_port_check
 from ansible_collections.ddtree.sglang.plugins.module_utils.proc_net import port_check, process_unit  # noqa: F401 pylint: disable=unused-import
 
@@ -62,16 +63,18 @@ def parse_query_csv(text, fields=QUERY_FIELDS):
             raise ValueError('nvidia-smi csv line has %d fields, expected %d: %r' % (len(cells), width, line))
         if len(cells) > width:
             extra = len(cells) - width
-            cells = cells[:name_at] + [', '.join(cells[name_at:name_at + extra + 1])] + cells[name_at + extra + 1:]
+            cells = cells[:name_at] + [', '.join(cells[name_at : name_at + extra + 1])] + cells[name_at + extra + 1 :]
         row = dict(zip(fields, cells))
-        gpus.append({
-            'index': _int(row.get('index')),
-            'name': _value(row.get('name', '')) or 'unknown',
-            'uuid': _value(row.get('uuid', '')),
-            'memory_total_mib': _int(_value(row.get('memory.total', ''))),
-            'compute_cap': _value(row.get('compute_cap', '')),
-            'driver_version': _value(row.get('driver_version', '')),
-        })
+        gpus.append(
+            {
+                'index': _int(row.get('index')),
+                'name': _value(row.get('name', '')) or 'unknown',
+                'uuid': _value(row.get('uuid', '')),
+                'memory_total_mib': _int(_value(row.get('memory.total', ''))),
+                'compute_cap': _value(row.get('compute_cap', '')),
+                'driver_version': _value(row.get('driver_version', '')),
+            }
+        )
     gpus.sort(key=lambda g: (g['index'] is None, g['index']))
     return gpus
 
@@ -109,8 +112,10 @@ def build_gpu_facts(csv_text, q_text, fields=QUERY_FIELDS):
 def read_gpus(run, binary):
     """(gpu_facts, None) or (None, the message module gpu_facts fails with). ``binary`` is resolved."""
     if not binary:
-        return None, ('nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
-                      'install the NVIDIA driver utilities, or set nvidia_smi_path')
+        return None, (
+            'nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
+            'install the NVIDIA driver utilities, or set nvidia_smi_path'
+        )
     fields = QUERY_FIELDS
     rc, out, err = run(query_argv(binary, fields))
     if rc != 0 and 'compute_cap' in (err + out):
@@ -118,8 +123,10 @@ def read_gpus(run, binary):
         fields = tuple(f for f in QUERY_FIELDS if f != 'compute_cap')
         rc, out, err = run(query_argv(binary, fields))
     if rc != 0:
-        return None, ('%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
-                      'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output'))
+        return None, (
+            '%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
+            'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output')
+        )
     q_rc, q_out, q_err = run([binary, '-q'])
     if q_rc != 0:
         return None, '%s -q failed (rc=%d): %s' % (binary, q_rc, (q_err or q_out).strip() or 'no output')
@@ -136,9 +143,16 @@ def path_facts(path):
         st = os.stat(path)
     except OSError:
         return {'exists': False, 'isdir': False, 'isreg': False, 'executable': False}
-    return {'exists': True, 'isdir': os.path.isdir(path), 'isreg': os.path.isfile(path),
-            'executable': os.access(path, os.X_OK) and not os.path.isdir(path), 'size': st.st_size,
-            'mode': '%04o' % (st.st_mode & 0o7777), 'uid': st.st_uid, 'gid': st.st_gid}
+    return {
+        'exists': True,
+        'isdir': os.path.isdir(path),
+        'isreg': os.path.isfile(path),
+        'executable': os.access(path, os.X_OK) and not os.path.isdir(path),
+        'size': st.st_size,
+        'mode': '%04o' % (st.st_mode & 0o7777),
+        'uid': st.st_uid,
+        'gid': st.st_gid,
+    }
 
 
 def sha256_of(path):
@@ -244,8 +258,15 @@ def user_facts(user, groups):
             group = grp.getgrgid(entry.pw_gid).gr_name
         except KeyError:
             group = None
-        found.update(exists=True, group=group, home=entry.pw_dir, shell=entry.pw_shell, uid=entry.pw_uid,
-                     comment=entry.pw_gecos, groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem))
+        found.update(
+            exists=True,
+            group=group,
+            home=entry.pw_dir,
+            shell=entry.pw_shell,
+            uid=entry.pw_uid,
+            comment=entry.pw_gecos,
+            groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem),
+        )
     existing = []
     for name in groups:
         try:
@@ -291,8 +312,14 @@ def read_record(path):
 def unit_facts(run, unit, unit_path, record_path=None):
     """The unit's systemd state (ActiveState, MainPID, ...), its file's sha256, the PIDs of its cgroup and,
     with ``record_path``, the record of the last unit a healthy verdict confirmed (``confirmed``)."""
-    found = {'name': unit, 'path': unit_path, 'exists': os.path.isfile(unit_path) if unit_path else False,
-             'sha256': sha256_of(unit_path) if unit_path else None, 'state': {}, 'pids': []}
+    found = {
+        'name': unit,
+        'path': unit_path,
+        'exists': os.path.isfile(unit_path) if unit_path else False,
+        'sha256': sha256_of(unit_path) if unit_path else None,
+        'state': {},
+        'pids': [],
+    }
     if record_path:
         found['confirmed'] = read_record(record_path)
     if unit:

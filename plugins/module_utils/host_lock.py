@@ -24,8 +24,11 @@ import uuid
 def describe(lease):
     """The holder of a lease, in the words a refusal or a warning uses."""
     return '%s (play %r, since %s, lease until %s)' % (
-        lease.get('owner') or 'unknown', lease.get('play') or '', _stamp(lease.get('started_at')),
-        _stamp(lease.get('expires_at')))
+        lease.get('owner') or 'unknown',
+        lease.get('play') or '',
+        _stamp(lease.get('started_at')),
+        _stamp(lease.get('expires_at')),
+    )
 
 
 def _stamp(ts):
@@ -46,8 +49,7 @@ def decide(current, now, token, lease_s, owner, play, new_token=None):
     if current and token and current.get('token') == token:
         lease = dict(current, expires_at=now + lease_s)
         return {'action': 'renew', 'lease': lease, 'broken': None, 'holder': None}
-    fresh = {'token': new_token or uuid.uuid4().hex, 'owner': owner, 'play': play,
-             'started_at': now, 'expires_at': now + lease_s}
+    fresh = {'token': new_token or uuid.uuid4().hex, 'owner': owner, 'play': play, 'started_at': now, 'expires_at': now + lease_s}
     if not current:
         return {'action': 'take', 'lease': fresh, 'broken': None, 'holder': None}
     try:

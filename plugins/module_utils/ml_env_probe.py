@@ -85,7 +85,7 @@ def parse_probe_output(text):
         if not line.startswith(MARKER):
             continue
         try:
-            event = json.loads(line[len(MARKER):])
+            event = json.loads(line[len(MARKER) :])
         except ValueError:
             continue
         kind = event.pop('event', None)
@@ -132,19 +132,28 @@ def import_failure(record, torch, where):
         failure.update(cause='abi_mismatch', symbol=symbol, library=library or record.get('library'))
         torch_text = _torch_text(torch)
         if is_torch_symbol(symbol):
-            why = ("that the installed %s does not export: the overlay's wheels were built against another torch; "
-                   "pin builds made for %s (or the torch they were built for) in the matrix entry" % (torch_text, torch_text))
+            why = (
+                "that the installed %s does not export: the overlay's wheels were built against another torch; "
+                "pin builds made for %s (or the torch they were built for) in the matrix entry" % (torch_text, torch_text)
+            )
         else:
-            why = ("that none of the libraries it loads exports: it was built against other versions of its dependencies "
-                   "than this release holds (%s); pin a build made for this set" % torch_text)
+            why = (
+                "that none of the libraries it loads exports: it was built against other versions of its dependencies "
+                "than this release holds (%s); pin a build made for this set" % torch_text
+            )
         lib = failure['library']
         failure['msg'] = 'ABI mismatch in %s: import %s (%s) needs symbol %s%s %s' % (
-            where, name, _package(record), symbol, (' (from %s)' % lib) if lib else '', why)
+            where,
+            name,
+            _package(record),
+            symbol,
+            (' (from %s)' % lib) if lib else '',
+            why,
+        )
         return failure
     failure['cause'] = 'import_error'
     if record.get('error_type') == 'ModuleNotFoundError' and not record.get('distributions'):
-        failure['msg'] = ('import %s failed in %s: %s; no installed package provides it: add its wheel to the overlay '
-                          'or the base pins' % (name, where, error))
+        failure['msg'] = 'import %s failed in %s: %s; no installed package provides it: add its wheel to the overlay or the base pins' % (name, where, error)
     else:
         failure['msg'] = 'import %s failed in %s (%s): %s' % (name, where, _package(record), error)
     return failure
@@ -157,57 +166,76 @@ def cuda_failures(torch, expect_cuda, expect_compute_cap, where):
     label = _torch_text(torch)
     if expect_cuda:
         if torch.get('error'):
-            failures.append({'cause': 'cuda_unavailable', 'error': torch['error'],
-                             'msg': 'CUDA expected in %s but torch cannot be imported: %s' % (where, torch['error'])})
+            failures.append(
+                {'cause': 'cuda_unavailable', 'error': torch['error'], 'msg': 'CUDA expected in %s but torch cannot be imported: %s' % (where, torch['error'])}
+            )
             return failures
         if not torch.get('version'):
-            failures.append({'cause': 'cuda_unavailable',
-                             'msg': 'CUDA expected in %s but no torch is installed there: the overlay must bring a CUDA torch' % where})
+            failures.append(
+                {'cause': 'cuda_unavailable', 'msg': 'CUDA expected in %s but no torch is installed there: the overlay must bring a CUDA torch' % where}
+            )
             return failures
         if not torch.get('cuda'):
-            failures.append({'cause': 'cuda_unavailable',
-                             'msg': 'CUDA expected in %s but %s is a CPU-only build (torch.version.cuda is None): '
-                                    'the matrix entry must pin a CUDA build of torch' % (where, label)})
+            failures.append(
+                {
+                    'cause': 'cuda_unavailable',
+                    'msg': 'CUDA expected in %s but %s is a CPU-only build (torch.version.cuda is None): '
+                    'the matrix entry must pin a CUDA build of torch' % (where, label),
+                }
+            )
             return failures
         if not torch.get('cuda_available'):
             warning = torch.get('cuda_warning')
-            failures.append({'cause': 'cuda_unavailable', 'error': warning,
-                             'msg': 'CUDA expected in %s but %s (CUDA %s) reports torch.cuda.is_available() = False%s: '
-                                    'check the driver (nvidia-smi), that its CUDA version is at least %s, and '
-                                    'CUDA_VISIBLE_DEVICES' % (where, label, torch.get('cuda'),
-                                                              (' (%s)' % warning) if warning else '', torch.get('cuda'))})
+            failures.append(
+                {
+                    'cause': 'cuda_unavailable',
+                    'error': warning,
+                    'msg': 'CUDA expected in %s but %s (CUDA %s) reports torch.cuda.is_available() = False%s: '
+                    'check the driver (nvidia-smi), that its CUDA version is at least %s, and '
+                    'CUDA_VISIBLE_DEVICES' % (where, label, torch.get('cuda'), (' (%s)' % warning) if warning else '', torch.get('cuda')),
+                }
+            )
             return failures
         if not torch.get('device_count'):
-            failures.append({'cause': 'cuda_unavailable',
-                             'msg': 'CUDA expected in %s but %s sees no GPU (torch.cuda.device_count() = 0): '
-                                    'check CUDA_VISIBLE_DEVICES' % (where, label)})
+            failures.append(
+                {
+                    'cause': 'cuda_unavailable',
+                    'msg': 'CUDA expected in %s but %s sees no GPU (torch.cuda.device_count() = 0): check CUDA_VISIBLE_DEVICES' % (where, label),
+                }
+            )
             return failures
     devices = torch.get('devices') or []
     arch_list = torch.get('arch_list') or []
     for device in devices:
         cap = device.get('capability')
         if expect_compute_cap and parse_capability(cap) != parse_capability(expect_compute_cap):
-            failures.append({'cause': 'capability_mismatch', 'device': device.get('index'),
-                             'msg': 'GPU %s (%s) in %s has compute capability %s, the matrix entry expects %s: '
-                                    'the wheel set was chosen for other GPUs' % (
-                                        device.get('index'), device.get('name'), where, cap, expect_compute_cap)})
+            failures.append(
+                {
+                    'cause': 'capability_mismatch',
+                    'device': device.get('index'),
+                    'msg': 'GPU %s (%s) in %s has compute capability %s, the matrix entry expects %s: '
+                    'the wheel set was chosen for other GPUs' % (device.get('index'), device.get('name'), where, cap, expect_compute_cap),
+                }
+            )
         elif arch_list and not any(arch_runs_on(arch, cap) for arch in arch_list):
-            failures.append({'cause': 'capability_mismatch', 'device': device.get('index'),
-                             'msg': '%s in %s was built for %s (torch.cuda.get_arch_list()); none of them runs on GPU %s '
-                                    '(%s) of compute capability %s: pin a torch build with kernels for %s' % (
-                                        label, where, ', '.join(arch_list), device.get('index'), device.get('name'),
-                                        cap, cap)})
+            failures.append(
+                {
+                    'cause': 'capability_mismatch',
+                    'device': device.get('index'),
+                    'msg': '%s in %s was built for %s (torch.cuda.get_arch_list()); none of them runs on GPU %s '
+                    '(%s) of compute capability %s: pin a torch build with kernels for %s'
+                    % (label, where, ', '.join(arch_list), device.get('index'), device.get('name'), cap, cap),
+                }
+            )
     smoke = torch.get('smoke') or {}
     if devices and smoke and not smoke.get('ok'):
         error = smoke.get('error') or 'wrong result'
         cause = 'capability_mismatch' if 'no kernel image' in error else 'cuda_unavailable'
-        failures.append({'cause': cause, 'error': error,
-                         'msg': 'a CUDA operation on GPU 0 failed in %s with %s: %s' % (where, label, error)})
+        failures.append({'cause': cause, 'error': error, 'msg': 'a CUDA operation on GPU 0 failed in %s with %s: %s' % (where, label, error)})
     return failures
 
 
-def judge(report, imports, expect_cuda, expect_compute_cap=None, where='the release', in_progress=None,
-          exit_text=None):
+def judge(report, imports, expect_cuda, expect_compute_cap=None, where='the release', in_progress=None, exit_text=None):
     """Every failure the report shows, in the order an operator should fix them (imports first)."""
     failures = []
     seen = set()
@@ -219,16 +247,18 @@ def judge(report, imports, expect_cuda, expect_compute_cap=None, where='the rele
         step = in_progress or 'start-up'
         what = ('while importing %s' % step) if step in imports else ('during %s' % step)
         cause = 'import_error' if step in imports else 'probe_failed'
-        failure = {'cause': cause, 'import': step if step in imports else None,
-                   'msg': 'the probe in %s ended %s %s' % (where, exit_text or 'before reporting', what)}
+        failure = {
+            'cause': cause,
+            'import': step if step in imports else None,
+            'msg': 'the probe in %s ended %s %s' % (where, exit_text or 'before reporting', what),
+        }
         if step in imports:
             failure['msg'] += ': the package crashed the interpreter or hung on import'
         failures.append(failure)
         return failures
     missing = [name for name in imports if name not in seen]
     if missing:
-        failures.append({'cause': 'probe_failed',
-                         'msg': 'the probe in %s did not report the imports %s' % (where, ', '.join(missing))})
+        failures.append({'cause': 'probe_failed', 'msg': 'the probe in %s did not report the imports %s' % (where, ', '.join(missing))})
     failures.extend(cuda_failures(report.get('torch'), expect_cuda, expect_compute_cap, where))
     return failures
 

@@ -45,8 +45,7 @@ def socket_inode(link):
 def cgroup_procs_paths(control_group):
     """Where cgroup.procs of a unit's cgroup can be, for cgroup v2 and v1 (hybrid) hosts."""
     cg = control_group.strip('/')
-    return ['/sys/fs/cgroup/%s/cgroup.procs' % cg, '/sys/fs/cgroup/systemd/%s/cgroup.procs' % cg,
-            '/sys/fs/cgroup/unified/%s/cgroup.procs' % cg]
+    return ['/sys/fs/cgroup/%s/cgroup.procs' % cg, '/sys/fs/cgroup/systemd/%s/cgroup.procs' % cg, '/sys/fs/cgroup/unified/%s/cgroup.procs' % cg]
 
 
 def _read(path):
@@ -185,15 +184,19 @@ def port_check(port, unit_pids, unit='', proc='/proc'):
         result['in_use'] = True
         result['msg'] = '%s listen%s on port %d, not %s' % (
             ', '.join('PID %d (%s)' % (h['pid'], ', '.join(x for x in (h['name'], h['unit']) if x)) for h in result['holders']),
-            's' if len(result['holders']) == 1 else '', port, owner)
+            's' if len(result['holders']) == 1 else '',
+            port,
+            owner,
+        )
     elif result['unit_holds']:
         result['msg'] = '%s holds port %d' % (owner, port)
     elif not unit_pids:
         # the unit runs no process, so whoever listens is someone else
         result['in_use'] = True
-        result['msg'] = ('a process this module cannot read (%d unreadable) listens on port %d, and %s runs no process'
-                         % (result['unreadable'], port, owner))
+        result['msg'] = 'a process this module cannot read (%d unreadable) listens on port %d, and %s runs no process' % (result['unreadable'], port, owner)
     else:
-        result['msg'] = ('port %d listens but its holder could not be read (%d processes unreadable; root with CAP_SYS_PTRACE '
-                         'reads them): cannot tell whether %s holds it' % (port, result['unreadable'], owner))
+        result['msg'] = (
+            'port %d listens but its holder could not be read (%d processes unreadable; root with CAP_SYS_PTRACE '
+            'reads them): cannot tell whether %s holds it' % (port, result['unreadable'], owner)
+        )
     return result

@@ -45,8 +45,11 @@ class Router(object):
         listing = self.call('GET', '/workers')
         if not isinstance(listing, dict) or not isinstance(listing.get('workers'), list):
             raise RouterError('GET %s/workers did not answer {"workers": [...]}: %r' % (self.url, listing))
-        return [{'url': norm(w.get('url')), 'id': w.get('id'), 'is_healthy': bool(w.get('is_healthy')),
-                 'load': w.get('load')} for w in listing['workers'] if isinstance(w, dict)]
+        return [
+            {'url': norm(w.get('url')), 'id': w.get('id'), 'is_healthy': bool(w.get('is_healthy')), 'load': w.get('load')}
+            for w in listing['workers']
+            if isinstance(w, dict)
+        ]
 
     def add(self, url):
         self.call('POST', '/workers', {'url': url})

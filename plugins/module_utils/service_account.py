@@ -75,8 +75,9 @@ def account_problems(variable, user, account, home=None):
         wrong.append('home %s (not %s)' % (found_home or 'none', home))
     if not wrong:
         return []
-    return ['%s %s is an existing account that is not the system user the role would make: %s. The role would set a '
-            'nologin shell and home %s on it, locking out whoever logs in as %s. Allowed: a user name '
-            'that does not exist yet (the role creates it as a system user), an existing system account (uid %d-%d) with a '
-            'no-login shell and home %s, or root.'
-            % (variable, user, ', '.join(wrong), home, user, SYSTEM_UID_MIN, SYSTEM_UID_MAX, home)]
+    return [
+        '%s %s is an existing account that is not the system user the role would make: %s. The role would set a '
+        'nologin shell and home %s on it, locking out whoever logs in as %s. Allowed: a user name '
+        'that does not exist yet (the role creates it as a system user), an existing system account (uid %d-%d) with a '
+        'no-login shell and home %s, or root.' % (variable, user, ', '.join(wrong), home, user, SYSTEM_UID_MIN, SYSTEM_UID_MAX, home)
+    ]

@@ -26,8 +26,18 @@ _MIN_ABBREV = 5
 _NOT_SECRET = ('--ssl-keyfile',)
 
 # envelope keys whose value is a count: a positive integer
-COUNT_KEYS = ('context_length', 'max_running_requests', 'max_total_tokens', 'tp_size', 'dp_size', 'pp_size',
-              'speculative_num_steps', 'speculative_num_draft_tokens', 'speculative_eagle_topk', 'speculative_ddtree_budget')
+COUNT_KEYS = (
+    'context_length',
+    'max_running_requests',
+    'max_total_tokens',
+    'tp_size',
+    'dp_size',
+    'pp_size',
+    'speculative_num_steps',
+    'speculative_num_draft_tokens',
+    'speculative_eagle_topk',
+    'speculative_ddtree_budget',
+)
 
 ENVELOPE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -52,8 +62,7 @@ def secret_arg_names(args):
 def kind_of(value):
     """The YAML kind of a value, as a message names it."""
     # Ansible hands filters its own subclasses (_AnsibleLazyTemplateDict, ...); name the YAML kind
-    for kind, name in ((dict, 'dict'), (list, 'list'), (tuple, 'list'), (bool, 'boolean'), (str, 'string'),
-                       (int, 'integer'), (float, 'float')):
+    for kind, name in ((dict, 'dict'), (list, 'list'), (tuple, 'list'), (bool, 'boolean'), (str, 'string'), (int, 'integer'), (float, 'float')):
         if isinstance(value, kind):
             return name
     return 'null' if value is None else type(value).__name__
@@ -67,8 +76,10 @@ def _scalar_text(key, value):
         if '\n' in text or '\r' in text or '\x00' in text:
             raise ValueError('sglang_service_envelope.%s: value must be a single line without NUL bytes' % key)
         return text
-    raise ValueError('sglang_service_envelope.%s: value %r has type %s; allowed: string, integer, float, boolean, or a '
-                     'list of those (not booleans)' % (key, value, kind_of(value)))
+    raise ValueError(
+        'sglang_service_envelope.%s: value %r has type %s; allowed: string, integer, float, boolean, or a '
+        'list of those (not booleans)' % (key, value, kind_of(value))
+    )
 
 
 def envelope_argv(envelope):
@@ -82,8 +93,9 @@ def envelope_argv(envelope):
     argv = []
     for key, value in envelope.items():
         if not isinstance(key, str) or not ENVELOPE_KEY.match(key):
-            raise ValueError("sglang_service_envelope key %r is not a flag name: use lowercase words joined by '_' "
-                             "(mem_fraction_static for --mem-fraction-static)" % (key,))
+            raise ValueError(
+                "sglang_service_envelope key %r is not a flag name: use lowercase words joined by '_' (mem_fraction_static for --mem-fraction-static)" % (key,)
+            )
         flag = '--' + key.replace('_', '-')
         if value is None or value is False:
             continue

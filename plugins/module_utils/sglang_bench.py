@@ -38,15 +38,26 @@ import time
 
 # the workload's keys, their defaults and the bounds a typo cannot pass (docs/gate.md, the role's argument_specs)
 WORKLOAD_DEFAULTS = {'seed': 1, 'requests': 24, 'concurrency': 4, 'rounds': 3, 'warmup_requests': 1}
-WORKLOAD_BOUNDS = {'seed': (0, 2 ** 31 - 1), 'requests': (1, 1024), 'concurrency': (1, 256), 'rounds': (1, 10),
-                   'warmup_requests': (0, 64)}
+WORKLOAD_BOUNDS = {'seed': (0, 2**31 - 1), 'requests': (1, 1024), 'concurrency': (1, 256), 'rounds': (1, 10), 'warmup_requests': (0, 64)}
 # a prompt line's bounds: its output tokens (forced with ignore_eos) and its length in characters; lines in a file
 PROMPT_OUTPUT_TOKENS = (1, 4096)
 PROMPT_CHARS = 32768
 PROMPT_LINES = 10000
 # the numbers a result keeps, and the ones compared with a limit
-METRICS = ('completed', 'failed', 'duration_s', 'output_tokens', 'output_throughput', 'request_throughput',
-           'ttft_p50_ms', 'ttft_p99_ms', 'itl_p50_ms', 'itl_p99_ms', 'e2e_p50_ms', 'e2e_p99_ms')
+METRICS = (
+    'completed',
+    'failed',
+    'duration_s',
+    'output_tokens',
+    'output_throughput',
+    'request_throughput',
+    'ttft_p50_ms',
+    'ttft_p99_ms',
+    'itl_p50_ms',
+    'itl_p99_ms',
+    'e2e_p50_ms',
+    'e2e_p99_ms',
+)
 # a p99 is judged only over this many samples at least: fewer, and the "p99" is the slowest one or two
 P99_MIN_SAMPLES = 100
 
@@ -91,8 +102,10 @@ def prompts_of(items, source='prompts'):
         if not (isinstance(prompt, str) and prompt.strip() and len(prompt) <= PROMPT_CHARS):
             raise ValueError('%s line %d: prompt must be text of 1 to %d characters' % (source, number, PROMPT_CHARS))
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not PROMPT_OUTPUT_TOKENS[0] <= tokens <= PROMPT_OUTPUT_TOKENS[1]:
-            raise ValueError('%s line %d: output_tokens is %r; allowed: a whole number from %d to %d'
-                             % (source, number, tokens, PROMPT_OUTPUT_TOKENS[0], PROMPT_OUTPUT_TOKENS[1]))
+            raise ValueError(
+                '%s line %d: output_tokens is %r; allowed: a whole number from %d to %d'
+                % (source, number, tokens, PROMPT_OUTPUT_TOKENS[0], PROMPT_OUTPUT_TOKENS[1])
+            )
         prompts.append((prompt, tokens))
         if len(prompts) > PROMPT_LINES:
             raise ValueError('%s holds more than %d prompts' % (source, PROMPT_LINES))
@@ -110,8 +123,7 @@ def _json_or_none(line):
 
 def parse_prompts(text, source='prompts'):
     """The prompts of a JSON-lines text, one ``{"prompt": str, "output_tokens": int}`` a line (blank lines skipped)."""
-    return prompts_of(((number, _json_or_none(line), line) for number, line in enumerate((text or '').splitlines(), 1)
-                       if line.strip()), source)
+    return prompts_of(((number, _json_or_none(line), line) for number, line in enumerate((text or '').splitlines(), 1) if line.strip()), source)
 
 
 def ttft_limit_problem(max_p99_ttft_ms, spec):
@@ -120,8 +132,10 @@ def ttft_limit_problem(max_p99_ttft_ms, spec):
     samples = spec['requests'] * spec['rounds']
     if not max_p99_ttft_ms or samples >= P99_MIN_SAMPLES:
         return ''
-    return ('max_p99_ttft_ms needs at least %d requests over the rounds to judge a p99 (requests x rounds is %d x %d = %d): '
-            'raise requests or rounds, or set no limit (0).' % (P99_MIN_SAMPLES, spec['requests'], spec['rounds'], samples))
+    return (
+        'max_p99_ttft_ms needs at least %d requests over the rounds to judge a p99 (requests x rounds is %d x %d = %d): '
+        'raise requests or rounds, or set no limit (0).' % (P99_MIN_SAMPLES, spec['requests'], spec['rounds'], samples)
+    )
 
 
 def decision_problems(min_ratio, confidence, noise_cv, max_p99_ttft_ms, spec):
@@ -130,8 +144,7 @@ def decision_problems(min_ratio, confidence, noise_cv, max_p99_ttft_ms, spec):
     if not min_ratio > 0:
         problems.append('min_ratio is %s; allowed: a number above 0 (1.0: no slower).' % min_ratio)
     if not confidence_ok(confidence):
-        problems.append('confidence is %s; allowed: above 0.5 and below 1 (0.99: an equal unit is refused about 1 %% of the time).'
-                        % confidence)
+        problems.append('confidence is %s; allowed: above 0.5 and below 1 (0.99: an equal unit is refused about 1 %% of the time).' % confidence)
     if not noise_cv_ok(noise_cv):
         problems.append('noise_cv is %s; allowed: 0 to 0.5 (0.01: 1 %% between two processes of the same unit).' % noise_cv)
     ttft = ttft_limit_problem(max_p99_ttft_ms, spec)
@@ -164,7 +177,7 @@ def requests_of(spec, prompts):
     order = list(range(len(prompts)))
     random.Random(spec['seed']).shuffle(order)
     items = [tuple(prompts[order[index % len(order)]]) for index in range(spec['warmup_requests'] + spec['requests'])]
-    return items[:spec['warmup_requests']], items[spec['warmup_requests']:]
+    return items[: spec['warmup_requests']], items[spec['warmup_requests'] :]
 
 
 def percentile(values, q):
@@ -271,12 +284,18 @@ def summarize(records, duration_s):
         if r and not r.get('ok') and r.get('error') not in errors:
             errors.append(r.get('error'))
     return {
-        'completed': len(done), 'failed': len(records) - len(done), 'duration_s': round(duration_s, 3),
-        'output_tokens': output_tokens, 'output_throughput': round(output_tokens / duration_s, 2),
+        'completed': len(done),
+        'failed': len(records) - len(done),
+        'duration_s': round(duration_s, 3),
+        'output_tokens': output_tokens,
+        'output_throughput': round(output_tokens / duration_s, 2),
         'request_throughput': round(len(done) / duration_s, 3),
-        'ttft_p50_ms': _ms(percentile(ttft, 50)), 'ttft_p99_ms': _ms(percentile(ttft, 99)),
-        'itl_p50_ms': _ms(percentile(itl, 50)), 'itl_p99_ms': _ms(percentile(itl, 99)),
-        'e2e_p50_ms': _ms(percentile(e2e, 50)), 'e2e_p99_ms': _ms(percentile(e2e, 99)),
+        'ttft_p50_ms': _ms(percentile(ttft, 50)),
+        'ttft_p99_ms': _ms(percentile(ttft, 99)),
+        'itl_p50_ms': _ms(percentile(itl, 50)),
+        'itl_p99_ms': _ms(percentile(itl, 99)),
+        'e2e_p50_ms': _ms(percentile(e2e, 50)),
+        'e2e_p99_ms': _ms(percentile(e2e, 99)),
         'errors': errors[:3],
     }
 
@@ -336,6 +355,7 @@ def t_quantile(p, df):
 
         def cdf(t):
             return 1 - 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+
     for _step in range(200):
         mid = (low + high) / 2
         if cdf(mid) < p:
@@ -362,9 +382,9 @@ def ratio_interval(candidate_rounds, baseline_rounds, confidence, noise_cv):
     mean_c, var_c, n_c = _mean_var(candidate_rounds)
     mean_b, var_b, n_b = _mean_var(baseline_rounds)
     part_c, part_b = var_c / n_c, var_b / n_b
-    se2 = part_c + part_b + 2 * noise_cv ** 2
-    spread = (part_c ** 2 / (n_c - 1) if n_c > 1 else 0.0) + (part_b ** 2 / (n_b - 1) if n_b > 1 else 0.0)
-    df = se2 ** 2 / spread if spread > 0 else None
+    se2 = part_c + part_b + 2 * noise_cv**2
+    spread = (part_c**2 / (n_c - 1) if n_c > 1 else 0.0) + (part_b**2 / (n_b - 1) if n_b > 1 else 0.0)
+    df = se2**2 / spread if spread > 0 else None
     margin = t_quantile(confidence, df) * math.sqrt(se2)
     diff = mean_c - mean_b
     return round(math.exp(diff), 3), round(math.exp(diff - margin), 3), round(math.exp(diff + margin), 3)
@@ -373,8 +393,12 @@ def ratio_interval(candidate_rounds, baseline_rounds, confidence, noise_cv):
 def baseline_of(results, unit_sha256, workload_fingerprint):
     """The newest result that promoted the unit ``unit_sha256`` with this workload, or None."""
     for result in reversed(results or []):
-        if (isinstance(result, dict) and result.get('unit_sha256') == unit_sha256
-                and result.get('workload') == workload_fingerprint and result.get('outcome') in ('passed', 'baseline')):
+        if (
+            isinstance(result, dict)
+            and result.get('unit_sha256') == unit_sha256
+            and result.get('workload') == workload_fingerprint
+            and result.get('outcome') in ('passed', 'baseline')
+        ):
             return result
     return None
 
@@ -399,10 +423,11 @@ def decide(measured, baseline, min_ratio, confidence=0.99, noise_cv=0.01, max_p9
         baseline_rounds = baseline.get('rounds') or [baseline['output_throughput']]
         interval = ratio_interval(candidate_rounds, baseline_rounds, confidence, noise_cv)
         if interval[2] < min_ratio:
-            reasons.append('output throughput %.1f tok/s is %.3f x the last known good unit\'s %.1f tok/s (interval %.3f-%.3f at '
-                           '%s %% confidence a side), below min_ratio %s'
-                           % (measured['output_throughput'], interval[0], baseline['output_throughput'], interval[1], interval[2],
-                              _pct(confidence), min_ratio))
+            reasons.append(
+                'output throughput %.1f tok/s is %.3f x the last known good unit\'s %.1f tok/s (interval %.3f-%.3f at '
+                '%s %% confidence a side), below min_ratio %s'
+                % (measured['output_throughput'], interval[0], baseline['output_throughput'], interval[1], interval[2], _pct(confidence), min_ratio)
+            )
     if reasons:
         return 'refused', interval, reasons
     return ('passed' if baseline else 'baseline'), interval, reasons

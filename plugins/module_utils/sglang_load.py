@@ -49,7 +49,7 @@ class LoadReader(object):
 
     def read(self):
         """In-flight requests; NotAnswering when nothing listens, NoLoadEndpoint when neither endpoint exists."""
-        for endpoint in ([self.endpoint] if self.endpoint else ENDPOINTS):
+        for endpoint in [self.endpoint] if self.endpoint else ENDPOINTS:
             try:
                 status, raw = http_client.call('GET', self.base_url + endpoint, headers=self.headers, timeout=REQUEST_TIMEOUT_S)
             except http_client.Unreachable as e:

@@ -65,11 +65,20 @@ _PHASE_RANK = dict((name, rank) for rank, name in enumerate(PHASES))
 # forward too).
 _FRAME_LINE = re.compile(r'(?:\bFile (?:"[^"]*", line \d+|\[[^\]]*\]\([^)]*\))|^\s*line \d+), in (?:[\w<>]+\.)*(?P<func>[\w<>]+)')
 _FRAME_PHASES = (
-    (re.compile(r'^(?:capture|capture_one_batch_size|init_cuda_graphs|init_device_graphs|init_piecewise_cuda_graphs|'
-                r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune|capture_begin|capture_end)$'), 'capturing_cuda_graph'),
-    (re.compile(r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache|'
-                r'_?init_\w*_pool)$'),
-     'sizing_pools'),
+    (
+        re.compile(
+            r'^(?:capture|capture_one_batch_size|init_cuda_graphs|init_device_graphs|init_piecewise_cuda_graphs|'
+            r'init_cuda_graph_state|_dummy_run|_flashinfer_autotune|capture_begin|capture_end)$'
+        ),
+        'capturing_cuda_graph',
+    ),
+    (
+        re.compile(
+            r'^(?:init_memory_pool|_create_buffers|init_kv_cache_configurator|profile_max_num_token|_allocate_kv_cache|'
+            r'_?init_\w*_pool)$'
+        ),
+        'sizing_pools',
+    ),
     # after the pools, before the graphs: the attention backend's workspace (ModelRunner.initialize)
     (re.compile(r'^init_attention_backend$'), 'pools_sized'),
     (re.compile(r'^(?:load_model|load_weights|load_weights_and_postprocess|_initialize_model)$'), 'loading_weights'),
@@ -114,7 +123,8 @@ _LEVEL_WARNING = re.compile(
     r'|\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:[-|]\s*(?:[\w.]+\s*[-|]\s*)?)?WARN(?:ING)?\b'
     # NVIDIA/nccl's debug lines "host:pid:tid [0] NCCL WARN ..."
     r'|\S+ \[\d+\] NCCL WARN\b'
-    r')')
+    r')'
+)
 # Python's warnings module: "/path/file.py:123: DeprecationWarning: ..."
 _PY_WARNING = re.compile(r'\.py:\d+: \w*Warning: ')
 # messages SGLang (and its libraries) print and go on
@@ -124,7 +134,8 @@ _GOES_ON = re.compile(
     # sgl-project/sglang python/sglang/srt/managers/scheduler.py::update_running_batch (requests retracted, re-queued)
     r'|KV cache pool is full\. Retract requests|Decode out of memory happened'
     # deprecations of flags and APIs: a notice, never a failure
-    r'|\b(?:is|are) deprecated\b')
+    r'|\b(?:is|are) deprecated\b'
+)
 
 
 def _prefixes(line):
@@ -135,7 +146,7 @@ def _prefixes(line):
         if not found or found.end() == 0:
             break
         brackets.append(found.group('bracket') or '')
-        text = text[found.end():]
+        text = text[found.end() :]
     return brackets, text
 
 
@@ -184,8 +195,7 @@ def _clipped(lines):
     """Each line at most MAX_LINE_CHARS long, without terminal colours, a container runtime's timestamp or Ray's actor
     prefix, and without the indent every non-blank line shares (a log pasted as an indented block; a journal's lines share
     none)."""
-    lines = [_RAY_PREFIX.sub('', _RUNTIME_TIMESTAMP.sub('', _COMPOSE_PREFIX.sub('', _ANSI_SGR.sub('', line[:MAX_LINE_CHARS]))))
-             for line in lines]
+    lines = [_RAY_PREFIX.sub('', _RUNTIME_TIMESTAMP.sub('', _COMPOSE_PREFIX.sub('', _ANSI_SGR.sub('', line[:MAX_LINE_CHARS])))) for line in lines]
     indents = [len(line) - len(line.lstrip(' ')) for line in lines if line.strip()]
     common = min(indents) if indents else 0
     return [line[common:] for line in lines] if common else lines
@@ -259,8 +269,18 @@ def sizing_values(server_args):
     values.setdefault('port', '30000')
     no_proxy = [host, '127.0.0.1', 'localhost', '::1' if ':' in host else '']
     values['no_proxy_hosts'] = ','.join(h for i, h in enumerate(no_proxy) if h and h not in no_proxy[:i])
-    for name in ('context_length', 'max_running_requests', 'mamba_full_memory_ratio', 'cuda_graph_max_bs', 'speculative_algorithm',
-                 'chunked_prefill_size', 'tp_size', 'dist_init_addr', 'nnodes', 'dist_timeout'):
+    for name in (
+        'context_length',
+        'max_running_requests',
+        'mamba_full_memory_ratio',
+        'cuda_graph_max_bs',
+        'speculative_algorithm',
+        'chunked_prefill_size',
+        'tp_size',
+        'dist_init_addr',
+        'nnodes',
+        'dist_timeout',
+    ):
         values.setdefault(name, unset)
     return values
 
@@ -401,8 +421,8 @@ def pattern_support(failures, healthy=()):
         for index, (regex, options) in enumerate(entry['regexes']):
             warning = not entry['fatal'] or options.get('fatal') is False
             found[(entry['id'], index)] = set(
-                thread_of(url) for cls, url, lines in logs
-                if (warning or cls == entry['id']) and any(regex.search(line) for line in lines))
+                thread_of(url) for cls, url, lines in logs if (warning or cls == entry['id']) and any(regex.search(line) for line in lines)
+            )
     return found
 
 
@@ -502,9 +522,9 @@ def last_traceback(lines):
             break
     while end > start and _is_filler(lines[end]):
         end -= 1
-    block = lines[start:end + 1]
+    block = lines[start : end + 1]
     if len(block) > _UNCLASSIFIED_TAIL:
-        block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
+        block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2) :]
     return block
 
 
@@ -534,9 +554,9 @@ def _cause_traceback(lines, matched, last):
             start = index + 1
         if start is None or start > last:
             continue
-        block = lines[start:end + 1]
+        block = lines[start : end + 1]
         if len(block) > _UNCLASSIFIED_TAIL:
-            block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2):]
+            block = [block[0], '...'] + block[-(_UNCLASSIFIED_TAIL - 2) :]
         return block
     return []
 
@@ -548,8 +568,10 @@ _FATAL_PYTHON = re.compile(r'^Fatal Python error: \w+')
 # a fatal signal as CPython's faulthandler names it (Python/faulthandler.c, faulthandler_fatal_error), or as tvm_ffi's
 # handler does (apache/tvm-ffi src/ffi/backtrace.cc::TVMFFISegFaultHandler: flashinfer loads it into SGLang; it prints
 # the banner and the native frames, then raises the signal again): the process is gone
-_FATAL_SIGNAL = re.compile(r'^(?:Fatal Python error: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|'
-                           r'Aborted)|!!!!!!! Segfault encountered !!!!!!!)$')
+_FATAL_SIGNAL = re.compile(
+    r'^(?:Fatal Python error: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|'
+    r'Aborted)|!!!!!!! Segfault encountered !!!!!!!)$'
+)
 # tvm_ffi's native frames under its banner
 _NATIVE_FRAME = re.compile(r'^\s+File "<unknown>", line 0, in ')
 _NATIVE_FRAMES_SHOWN = 4
@@ -561,7 +583,7 @@ def native_abort(lines):
     for index in range(len(lines) - 1, -1, -1):
         if _TERMINATE.search(lines[index]):
             block = [lines[index]]
-            for line in lines[index + 1:index + 4]:
+            for line in lines[index + 1 : index + 4]:
                 if _WHAT.match(line) or _FATAL_PYTHON.match(line):
                     block.append(line)
                 elif line.strip():
@@ -570,7 +592,7 @@ def native_abort(lines):
     for index in range(len(lines) - 1, -1, -1):
         if _FATAL_SIGNAL.match(_strip_prefix(lines[index]).strip()):
             frames = []
-            for line in lines[index + 1:index + 1 + _NATIVE_FRAMES_SHOWN]:
+            for line in lines[index + 1 : index + 1 + _NATIVE_FRAMES_SHOWN]:
                 if not _NATIVE_FRAME.match(line):
                     break
                 frames.append(line)
@@ -608,28 +630,33 @@ def diagnose(lines, server_args=None):
     if not fatal:
         block = last_traceback(lines)
         if block:
-            return (UNCLASSIFIED,
-                    'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
-                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
-                    block)
+            return (
+                UNCLASSIFIED,
+                'the server printed a traceback that matches no known signature: %s' % _exception_of(block),
+                'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
+                block,
+            )
         block = native_abort(lines)
         if block:
-            return (UNCLASSIFIED,
-                    'the server aborted in native code, which matches no known signature: %s' % ' '.join(
-                        _strip_prefix(line).strip() for line in block),
-                    'Read the fatal lines (the C++ exception and its what() name the library); if this failure recurs, add its '
-                    'signature to sglang_signature_table.py with a test.',
-                    block)
+            return (
+                UNCLASSIFIED,
+                'the server aborted in native code, which matches no known signature: %s' % ' '.join(_strip_prefix(line).strip() for line in block),
+                'Read the fatal lines (the C++ exception and its what() name the library); if this failure recurs, add its '
+                'signature to sglang_signature_table.py with a test.',
+                block,
+            )
         return None, None, None, []
     best = sorted(fatal, key=lambda m: (-m['priority'], m['index']))[0]
     if all(m['id'] == _CONSEQUENCE for m in fatal):
         # a child's death is the consequence; the child's own exception, which no signature names, is the cause
         block = _cause_traceback(lines, set(m['index'] for m in fatal), max(m['index'] for m in fatal))
         if block:
-            return (UNCLASSIFIED,
-                    'an SGLang child process died of an exception that matches no known signature: %s' % _exception_of(block),
-                    'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
-                    block + [lines[m['index']] for m in fatal if m['index'] > 0 and lines[m['index']] not in block])
+            return (
+                UNCLASSIFIED,
+                'an SGLang child process died of an exception that matches no known signature: %s' % _exception_of(block),
+                'Read the fatal lines; if this failure recurs, add its signature to sglang_signature_table.py with a test.',
+                block + [lines[m['index']] for m in fatal if m['index'] > 0 and lines[m['index']] not in block],
+            )
     diagnosis, advice = best['diagnosis'], best['advice']
     groups = {}
     for match in matches:
@@ -651,5 +678,5 @@ def diagnose(lines, server_args=None):
     ordered = sorted(picked)
     fatal_lines = [lines[i] for i in ordered]
     if len(fatal_lines) > _MAX_FATAL_LINES:
-        fatal_lines = fatal_lines[:10] + ['...'] + fatal_lines[-(_MAX_FATAL_LINES - 11):]
+        fatal_lines = fatal_lines[:10] + ['...'] + fatal_lines[-(_MAX_FATAL_LINES - 11) :]
     return best['id'], diagnosis, advice, fatal_lines

@@ -71,7 +71,7 @@ def exec_start_argv(unit_text):
     for line in re.split('[\n\r\x00]', unit_text):
         line = line.strip(_BLANKS)
         if line.startswith('ExecStart='):
-            command = line[len('ExecStart='):].strip(_BLANKS) or command
+            command = line[len('ExecStart=') :].strip(_BLANKS) or command
     # systemd prefixes ("-", "@", "+", "!") change how it runs the command, not the words
     command = command.lstrip('-@+!:')
     try:
@@ -175,9 +175,15 @@ def journal_argv(invocation_id, cursor=None):
         raise ValueError('not a systemd invocation id: %r' % (invocation_id,))
     argv = [
         'journalctl',
-        '_SYSTEMD_INVOCATION_ID=%s' % invocation_id, '+', 'INVOCATION_ID=%s' % invocation_id,
+        '_SYSTEMD_INVOCATION_ID=%s' % invocation_id,
+        '+',
+        'INVOCATION_ID=%s' % invocation_id,
         # --all: without it journalctl writes fields over 4096 bytes as null
-        '-o', 'json', '--all', '--no-pager', '--quiet',
+        '-o',
+        'json',
+        '--all',
+        '--no-pager',
+        '--quiet',
     ]
     if cursor:
         argv.append('--after-cursor=%s' % cursor)

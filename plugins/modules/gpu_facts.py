@@ -132,7 +132,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 # nvidia-smi's output is read once, in host_facts (module sglang_host_facts reads GPUs too)
 from ansible_collections.ddtree.sglang.plugins.module_utils.host_facts import (  # noqa: F401 pylint: disable=unused-import
-    QUERY_FIELDS, build_gpu_facts as build_facts, parse_query_csv, query_argv)
+    QUERY_FIELDS,
+    build_gpu_facts as build_facts,
+    parse_query_csv,
+    query_argv,
+)
 
 
 def main():
@@ -146,8 +150,10 @@ def main():
     if '/' not in binary:
         binary = module.get_bin_path(binary, opt_dirs=['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin'])
         if not binary:
-            module.fail_json(msg='nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
-                                 'install the NVIDIA driver utilities, or set nvidia_smi_path')
+            module.fail_json(
+                msg='nvidia-smi not found on this host (PATH, /usr/bin, /usr/local/bin, /usr/local/nvidia/bin): '
+                'install the NVIDIA driver utilities, or set nvidia_smi_path'
+            )
 
     fields = QUERY_FIELDS
     rc, out, err = module.run_command(query_argv(binary, fields))
@@ -156,13 +162,16 @@ def main():
         fields = tuple(f for f in QUERY_FIELDS if f != 'compute_cap')
         rc, out, err = module.run_command(query_argv(binary, fields))
     if rc != 0:
-        module.fail_json(msg='%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
-                             'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output'),
-                         rc=rc, stdout=out, stderr=err)
+        module.fail_json(
+            msg='%s --query-gpu failed (rc=%d): %s. Check that the NVIDIA driver is loaded (lsmod | grep nvidia) '
+            'and that the GPUs are visible to this host.' % (binary, rc, (err or out).strip() or 'no output'),
+            rc=rc,
+            stdout=out,
+            stderr=err,
+        )
     q_rc, q_out, q_err = module.run_command([binary, '-q'])
     if q_rc != 0:
-        module.fail_json(msg='%s -q failed (rc=%d): %s' % (binary, q_rc, (q_err or q_out).strip() or 'no output'),
-                         rc=q_rc, stdout=q_out, stderr=q_err)
+        module.fail_json(msg='%s -q failed (rc=%d): %s' % (binary, q_rc, (q_err or q_out).strip() or 'no output'), rc=q_rc, stdout=q_out, stderr=q_err)
     try:
         facts = build_facts(out, q_out, fields)
     except ValueError as e:

@@ -253,7 +253,14 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddtree.sglang.plugins.module_utils.ml_env_probe import (
-    MARKER, auto_expect_cuda, exit_text, judge, parse_probe_output, summary, where_of)
+    MARKER,
+    auto_expect_cuda,
+    exit_text,
+    judge,
+    parse_probe_output,
+    summary,
+    where_of,
+)
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import ml_env as ml_env_program
 from ansible_collections.ddtree.sglang.plugins.module_utils.probes import probe_argv
 
@@ -288,13 +295,25 @@ def main():
         expect_cuda, reason = auto_expect_cuda()
     else:
         reason = 'the expect_cuda option'
-    result = dict(changed=False, ok=False, cause=None, failures=[], python=None, imports=[], torch=None,
-                  expect_cuda=expect_cuda, expect_cuda_reason=reason, elapsed_s=0.0, stderr_tail='')
+    result = dict(
+        changed=False,
+        ok=False,
+        cause=None,
+        failures=[],
+        python=None,
+        imports=[],
+        torch=None,
+        expect_cuda=expect_cuda,
+        expect_cuda_reason=reason,
+        elapsed_s=0.0,
+        stderr_tail='',
+    )
 
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        failure = {'cause': 'probe_failed',
-                   'msg': 'the interpreter %s does not exist or is not executable: the release was not built '
-                          '(or python points elsewhere)' % python}
+        failure = {
+            'cause': 'probe_failed',
+            'msg': 'the interpreter %s does not exist or is not executable: the release was not built (or python points elsewhere)' % python,
+        }
         result.update(cause='probe_failed', failures=[failure])
         module.fail_json(msg=failure['msg'], **result)
 
@@ -308,16 +327,21 @@ def main():
 
     report, in_progress = parse_probe_output(out)
     where = where_of(python)
-    failures = judge(report, imports, expect_cuda, module.params['expect_compute_cap'], where, in_progress,
-                     exit_text(rc, timed_out, timeout))
+    failures = judge(report, imports, expect_cuda, module.params['expect_compute_cap'], where, in_progress, exit_text(rc, timed_out, timeout))
     demangler = module.get_bin_path('c++filt')
     for failure in failures:
         if failure.get('symbol') and demangler:
             d_rc, d_out, dummy = module.run_command([demangler, failure['symbol']])
             if d_rc == 0 and d_out.strip() and d_out.strip() != failure['symbol']:
                 failure['symbol_demangled'] = d_out.strip()
-    result.update(python=report['python'], imports=report['imports'], torch=report['torch'], failures=failures,
-                  ok=not failures, cause=failures[0]['cause'] if failures else None)
+    result.update(
+        python=report['python'],
+        imports=report['imports'],
+        torch=report['torch'],
+        failures=failures,
+        ok=not failures,
+        cause=failures[0]['cause'] if failures else None,
+    )
     if failures:
         module.fail_json(msg=summary(failures), **result)
     module.exit_json(msg='probe ok', **result)

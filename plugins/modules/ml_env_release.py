@@ -214,13 +214,15 @@ def list_releases(root, places):
             path = os.path.join(base, name)
             if not ID_RE.match(name) or not os.path.isdir(path) or os.path.islink(path) or not is_ours(path):
                 continue
-            releases.append({
-                'id': name,
-                'complete': os.path.exists(os.path.join(path, MANIFEST)),
-                'current': name == current,
-                'referenced': name in referenced,
-                'mtime': os.stat(path).st_mtime,
-            })
+            releases.append(
+                {
+                    'id': name,
+                    'complete': os.path.exists(os.path.join(path, MANIFEST)),
+                    'current': name == current,
+                    'referenced': name in referenced,
+                    'mtime': os.stat(path).st_mtime,
+                }
+            )
     releases.sort(key=lambda r: (r['mtime'], r['id']), reverse=True)
     return releases
 
@@ -292,12 +294,15 @@ def main():
         removed = prune_plan(releases, module.params['keep'], release, time.time(), module.params['unfinished_grace_s'])
     elif state == 'absent' and os.path.isdir(release_path):
         if not is_ours(release_path):
-            module.fail_json(msg='%s is not a release of this collection (neither %s nor %s/ in it): refusing to remove it; '
-                                 'move it out of %s/releases' % (release_path, MANIFEST, MARKER, root))
+            module.fail_json(
+                msg='%s is not a release of this collection (neither %s nor %s/ in it): refusing to remove it; '
+                'move it out of %s/releases' % (release_path, MANIFEST, MARKER, root)
+            )
         info = [r for r in releases if r['id'] == release]
         if info and (info[0]['current'] or info[0]['referenced']):
-            module.fail_json(msg='release %s is %s: refusing to remove it' % (
-                release, 'current' if info[0]['current'] else 'named by a unit or a last known good copy'))
+            module.fail_json(
+                msg='release %s is %s: refusing to remove it' % (release, 'current' if info[0]['current'] else 'named by a unit or a last known good copy')
+            )
         removed = [release]
 
     for name in removed:

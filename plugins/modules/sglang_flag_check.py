@@ -231,7 +231,15 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import (
-    ProbeError, build_message, error_flag_of, mask_argv, probe_environment, release_of, run_probe, secret_values)
+    ProbeError,
+    build_message,
+    error_flag_of,
+    mask_argv,
+    probe_environment,
+    release_of,
+    run_probe,
+    secret_values,
+)
 
 
 def main():
@@ -260,26 +268,43 @@ def main():
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         if module.check_mode:
             # a check-mode run builds no release, so there is nothing to ask yet
-            module.exit_json(skipped=True, msg='No interpreter at %s yet (check mode builds no release); flags not checked.' % python,
-                             release_path=release_of(python), **base)
-        module.fail_json(msg='No interpreter at %s, so the flags cannot be checked: is the release %s built?'
-                         % (python, release_of(python)), release_path=release_of(python), **base)
+            module.exit_json(
+                skipped=True,
+                msg='No interpreter at %s yet (check mode builds no release); flags not checked.' % python,
+                release_path=release_of(python),
+                **base,
+            )
+        module.fail_json(
+            msg='No interpreter at %s, so the flags cannot be checked: is the release %s built?' % (python, release_of(python)),
+            release_path=release_of(python),
+            **base,
+        )
     timeout_bin = module.get_bin_path('timeout', required=True)
 
     def run(args, data, cwd, environ_update):
-        return module.run_command(args, data=data, binary_data=True, cwd=cwd, environ_update=environ_update,
-                                  expand_user_and_vars=False)
+        return module.run_command(args, data=data, binary_data=True, cwd=cwd, environ_update=environ_update, expand_user_and_vars=False)
 
     try:
-        answer = run_probe(run, timeout_bin, python, argv, module.params['module'], probe_environment(module.params['env'])[0],
-                           module.params['timeout'], module.params['compute_capability'])
+        answer = run_probe(
+            run,
+            timeout_bin,
+            python,
+            argv,
+            module.params['module'],
+            probe_environment(module.params['env'])[0],
+            module.params['timeout'],
+            module.params['compute_capability'],
+        )
     except ProbeError as exc:
-        module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release_of(python), exc),
-                         release_path=release_of(python), **base)
+        module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release_of(python), exc), release_path=release_of(python), **base)
     release = release_of(python, answer.get('prefix'))
     if answer.get('probe_error'):
-        module.fail_json(msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release, answer['probe_error']),
-                         release_path=release, sglang_version=answer.get('sglang_version'), **base)
+        module.fail_json(
+            msg='Cannot ask the sglang of %s about the unit\'s flags: %s' % (release, answer['probe_error']),
+            release_path=release,
+            sglang_version=answer.get('sglang_version'),
+            **base,
+        )
 
     warnings = answer.get('warnings') or []
     for text in warnings:

@@ -237,14 +237,13 @@ def sender(base_url, headers, timeout):
     url = base_url.rstrip('/') + '/generate'
 
     def send(prompt, output_tokens):
-        body = {'text': prompt, 'stream': True,
-                'sampling_params': {'temperature': 0, 'max_new_tokens': output_tokens, 'ignore_eos': True}}
+        body = {'text': prompt, 'stream': True, 'sampling_params': {'temperature': 0, 'max_new_tokens': output_tokens, 'ignore_eos': True}}
         started = time.monotonic()
-        status, value = http_client.stream(url, body, lambda lines: bench.measure_stream(lines, started, time.monotonic),
-                                           headers=headers, timeout=timeout)
+        status, value = http_client.stream(url, body, lambda lines: bench.measure_stream(lines, started, time.monotonic), headers=headers, timeout=timeout)
         if status // 100 != 2:
             return {'ok': False, 'error': 'HTTP %s' % status, 'output_tokens': 0, 'itl_s': []}
         return value
+
     return send
 
 
@@ -279,13 +278,25 @@ def main():
         prompts = bench.prompts_of((number, item, json.dumps(item)) for number, item in enumerate(params['prompts'], 1))
     except ValueError as e:
         module.fail_json(msg=str(e))
-    problems = bench.decision_problems(params['min_ratio'], params['confidence'], params['noise_cv'],
-                                       params['max_p99_ttft_ms'], workload)
+    problems = bench.decision_problems(params['min_ratio'], params['confidence'], params['noise_cv'], params['max_p99_ttft_ms'], workload)
     if problems:
         module.fail_json(msg=' '.join(problems))
     workload_id = bench.fingerprint(workload, prompts)
-    result = dict(changed=False, outcome='', passed=False, ratio=None, interval=None, measured={}, baseline=None, reasons=[],
-                  cause='', diagnosis='', advice='', workload=dict(workload, fingerprint=workload_id), gate_s=0.0)
+    result = dict(
+        changed=False,
+        outcome='',
+        passed=False,
+        ratio=None,
+        interval=None,
+        measured={},
+        baseline=None,
+        reasons=[],
+        cause='',
+        diagnosis='',
+        advice='',
+        workload=dict(workload, fingerprint=workload_id),
+        gate_s=0.0,
+    )
     if module.check_mode:
         result.update(outcome='skipped', passed=True, diagnosis='check mode: no load sent')
         module.exit_json(**result)
@@ -313,30 +324,67 @@ def main():
     bench.run(send, warmup, workload['concurrency'])
     rounds = [bench.run(send, items, workload['concurrency']) for _round in range(workload['rounds'])]
     measured = bench.summarize_rounds(rounds)
-    outcome, interval, reasons = bench.decide(measured, baseline['measured'] if baseline else None, params['min_ratio'],
-                                              params['confidence'], params['noise_cv'],
-                                              params['max_p99_ttft_ms'], params['max_p99_itl_ms'])
+    outcome, interval, reasons = bench.decide(
+        measured,
+        baseline['measured'] if baseline else None,
+        params['min_ratio'],
+        params['confidence'],
+        params['noise_cv'],
+        params['max_p99_ttft_ms'],
+        params['max_p99_itl_ms'],
+    )
     ratio = interval[0] if interval else None
-    result.update(outcome=outcome, passed=outcome != 'refused', ratio=ratio, interval=list(interval[1:]) if interval else None,
-                  measured=measured, reasons=reasons, baseline=baseline, gate_s=round(time.monotonic() - started, 2), changed=True)
-    numbers = ('%.1f tok/s output (rounds %s), %.2f req/s, TTFT p99 %s ms, ITL p99 %s ms over %d requests'
-               % (measured['output_throughput'], ', '.join('%.1f' % r for r in measured['rounds']), measured['request_throughput'],
-                  measured['ttft_p99_ms'], measured['itl_p99_ms'], measured['completed'] + measured['failed']))
+    result.update(
+        outcome=outcome,
+        passed=outcome != 'refused',
+        ratio=ratio,
+        interval=list(interval[1:]) if interval else None,
+        measured=measured,
+        reasons=reasons,
+        baseline=baseline,
+        gate_s=round(time.monotonic() - started, 2),
+        changed=True,
+    )
+    numbers = '%.1f tok/s output (rounds %s), %.2f req/s, TTFT p99 %s ms, ITL p99 %s ms over %d requests' % (
+        measured['output_throughput'],
+        ', '.join('%.1f' % r for r in measured['rounds']),
+        measured['request_throughput'],
+        measured['ttft_p99_ms'],
+        measured['itl_p99_ms'],
+        measured['completed'] + measured['failed'],
+    )
     if baseline and interval:
         numbers += '; last known good unit %.1f tok/s (ratio %.3f, interval %.3f-%.3f, min_ratio %s)' % (
-            baseline['measured']['output_throughput'], interval[0], interval[1], interval[2], params['min_ratio'])
+            baseline['measured']['output_throughput'],
+            interval[0],
+            interval[1],
+            interval[2],
+            params['min_ratio'],
+        )
     else:
         numbers += '; no numbers of the last known good unit for this workload: these become the baseline'
     result['diagnosis'] = numbers
     if outcome == 'refused':
         result['cause'] = 'gate_refused'
-        result['advice'] = ('The unit is healthy but slower than required: keep the last known good unit, or compare the '
-                            'envelopes on this hardware (speculative algorithm, budget) before promoting; '
-                            'lower sglang_service_gate_min_ratio only if the slowdown is accepted.')
-    record = {'unit_sha256': unit_sha, 'baseline_unit_sha256': baseline_sha if baseline else None, 'workload': workload_id,
-              'outcome': outcome, 'ratio': ratio, 'interval': result['interval'], 'confidence': params['confidence'],
-              'noise_cv': params['noise_cv'], 'measured': measured, 'release': params['release'], 'gate_s': result['gate_s'],
-              'recorded_at': datetime.utcnow().replace(microsecond=0).isoformat() + 'Z'}
+        result['advice'] = (
+            'The unit is healthy but slower than required: keep the last known good unit, or compare the '
+            'envelopes on this hardware (speculative algorithm, budget) before promoting; '
+            'lower sglang_service_gate_min_ratio only if the slowdown is accepted.'
+        )
+    record = {
+        'unit_sha256': unit_sha,
+        'baseline_unit_sha256': baseline_sha if baseline else None,
+        'workload': workload_id,
+        'outcome': outcome,
+        'ratio': ratio,
+        'interval': result['interval'],
+        'confidence': params['confidence'],
+        'noise_cv': params['noise_cv'],
+        'measured': measured,
+        'release': params['release'],
+        'gate_s': result['gate_s'],
+        'recorded_at': datetime.utcnow().replace(microsecond=0).isoformat() + 'Z',
+    }
     write_results(params['results_path'], bench.append_result(results, record, pinned=baseline))
     if outcome == 'refused' and params['fail_on_refused']:
         module.fail_json(msg='throughput gate refused the unit: %s. %s' % ('; '.join(reasons), numbers), **result)

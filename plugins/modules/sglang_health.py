@@ -370,7 +370,12 @@ def main():
     result = HealthCheck(module).check()
     if result['verdict'] not in ('healthy', 'pending') and module.params['fail_on_unhealthy']:
         msg = '%s is not healthy [%s] in phase %s after %.1f s: %s' % (
-            module.params['unit'], result['cause'], result['phase'], result['elapsed_s'], result['diagnosis'])
+            module.params['unit'],
+            result['cause'],
+            result['phase'],
+            result['elapsed_s'],
+            result['diagnosis'],
+        )
         if result['advice']:
             msg += ' Advice: %s' % result['advice']
         module.fail_json(msg=msg, **result)

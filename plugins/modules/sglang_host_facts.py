@@ -196,7 +196,8 @@ def main():
     if p['python']:
         # a missing interpreter is an answer here, not a module failure
         host['python_version'], host['python_error'] = host_facts.interpreter_version(
-            lambda argv: module.run_command(argv, handle_exceptions=False), p['python'])
+            lambda argv: module.run_command(argv, handle_exceptions=False), p['python']
+        )
     if p['ml_env_root']:
         host['ml_env'] = host_facts.release_facts(p['ml_env_root'])
     module.exit_json(changed=False, host=host)

@@ -112,17 +112,21 @@ def main():
         module.fail_json(msg='lease_s must be 1 or more, got %d' % p['lease_s'])
     if p['state'] == 'released':
         removed = host_lock.release(p['path'], p['token'])
-        module.exit_json(changed=False, token='', action='release' if removed else 'none',
-                         lease=removed or {}, broken={})
+        module.exit_json(changed=False, token='', action='release' if removed else 'none', lease=removed or {}, broken={})
     result = host_lock.acquire(p['path'], p['token'], p['lease_s'], p['owner'], p['play'])
     if result['action'] == 'refuse':
         module.fail_json(
             msg='this host is locked by another run: %s holds %s. One deploy, upgrade or rollback runs on a host '
-                'at a time; run again when it has ended (a lease that outlives its run is broken after its expiry).'
-                % (host_lock.describe(result['holder']), p['path']),
-            token='', action='refuse', lease=result['holder'], broken={})
-    out = dict(changed=result['action'] == 'break', token=result['lease']['token'], action=result['action'],
-               lease=result['lease'], broken=result['broken'] or {})
+            'at a time; run again when it has ended (a lease that outlives its run is broken after its expiry).'
+            % (host_lock.describe(result['holder']), p['path']),
+            token='',
+            action='refuse',
+            lease=result['holder'],
+            broken={},
+        )
+    out = dict(
+        changed=result['action'] == 'break', token=result['lease']['token'], action=result['action'], lease=result['lease'], broken=result['broken'] or {}
+    )
     if result['broken']:
         module.warn('broke the stale host lock of %s: its lease had expired' % host_lock.describe(result['broken']))
     module.exit_json(**out)

@@ -183,11 +183,13 @@ def run_module():
     result['elapsed_s'] = round(time.monotonic() - started, 3)
     if not result['idle'] and last_problem:
         result['answering'] = False
-        module.fail_json(msg='%s gave no load to read for %s s (last: %s): the server may still be busy, so it is not '
-                             'taken for idle' % (params['base_url'], params['timeout'], last_problem), **result)
+        module.fail_json(
+            msg='%s gave no load to read for %s s (last: %s): the server may still be busy, so it is not '
+            'taken for idle' % (params['base_url'], params['timeout'], last_problem),
+            **result,
+        )
     if not result['idle'] and params['fail_on_timeout']:
-        module.fail_json(msg='%s still had %s request(s) in flight after %s s' % (
-            params['base_url'], result['in_flight'], params['timeout']), **result)
+        module.fail_json(msg='%s still had %s request(s) in flight after %s s' % (params['base_url'], result['in_flight'], params['timeout']), **result)
     module.exit_json(**result)
 
 

@@ -152,8 +152,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import systemd
 from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Guard, GuardTimeout
-from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import (
-    Router, RouterError, norm, pending, plan, shortfall, unit_broken)
+from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import Router, RouterError, norm, pending, plan, shortfall, unit_broken
 
 
 def unit_state(module, unit):
@@ -186,8 +185,16 @@ def run_module():
         with Guard(module.params['lock_path'], timeout=max(module.params['timeout'], 0)):
             reconcile(module)
     except GuardTimeout as e:
-        module.fail_json(msg='another change of the router at %s did not end in time: %s' % (module.params['url'], e),
-                         changed=False, added=[], removed=[], workers=[], pending=[], unit_state={}, elapsed_s=0.0)
+        module.fail_json(
+            msg='another change of the router at %s did not end in time: %s' % (module.params['url'], e),
+            changed=False,
+            added=[],
+            removed=[],
+            workers=[],
+            pending=[],
+            unit_state={},
+            elapsed_s=0.0,
+        )
 
 
 def reconcile(module):
@@ -217,8 +224,10 @@ def reconcile(module):
         result['unit_state'] = unit_state(module, unit)
         why = unit_broken(result['unit_state'])
         if why:
-            finish('%s %s on this host, so the router at %s cannot serve; its journal ends: %s' % (
-                unit, why, router.url, ' | '.join(journal_tail(module, unit)) or '(nothing)'))
+            finish(
+                '%s %s on this host, so the router at %s cannot serve; its journal ends: %s'
+                % (unit, why, router.url, ' | '.join(journal_tail(module, unit)) or '(nothing)')
+            )
 
     listed, last_error = None, None
     while listed is None:
@@ -234,9 +243,17 @@ def reconcile(module):
     add, remove = plan(state, wanted, listed)
     left = shortfall(remove, listed, module.params['min_healthy'])
     if left is not None:
-        finish('removing %s from the router at %s would leave %d healthy worker(s), fewer than min_healthy=%d; it lists %s' % (
-            ', '.join(w['url'] for w in remove), router.url, left, module.params['min_healthy'],
-            ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed)), workers=listed)
+        finish(
+            'removing %s from the router at %s would leave %d healthy worker(s), fewer than min_healthy=%d; it lists %s'
+            % (
+                ', '.join(w['url'] for w in remove),
+                router.url,
+                left,
+                module.params['min_healthy'],
+                ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed),
+            ),
+            workers=listed,
+        )
     result['added'] = add
     result['removed'] = [w['url'] for w in remove]
     result['changed'] = bool(add or remove)
@@ -262,10 +279,19 @@ def reconcile(module):
             finish(workers=listed, pending=waiting if module.params['wait'] else [])
         if time.monotonic() >= deadline:
             what = 'still listed' if state == 'absent' else 'not listed healthy (or not ours)'
-            finish('after %s s the router at %s has %s %s; it lists %s%s' % (
-                module.params['timeout'], router.url, ', '.join(waiting), what,
-                ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed) or 'no worker',
-                ('; last error: %s' % last_error) if last_error else ''), workers=listed, pending=waiting)
+            finish(
+                'after %s s the router at %s has %s %s; it lists %s%s'
+                % (
+                    module.params['timeout'],
+                    router.url,
+                    ', '.join(waiting),
+                    what,
+                    ', '.join('%s (%s)' % (w['url'], 'healthy' if w['is_healthy'] else 'unhealthy') for w in listed) or 'no worker',
+                    ('; last error: %s' % last_error) if last_error else '',
+                ),
+                workers=listed,
+                pending=waiting,
+            )
         time.sleep(module.params['poll_interval'])
 
 

@@ -20,13 +20,52 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import scrub
 
 # directories a collection must never own, prune or write its releases into
-SYSTEM_ROOTS = frozenset((
-    '/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/media', '/mnt', '/opt',
-    '/proc', '/root', '/run', '/sbin', '/srv', '/sys', '/tmp', '/usr', '/usr/bin', '/usr/lib', '/usr/lib64',
-    '/usr/libexec', '/usr/local', '/usr/local/bin', '/usr/local/lib', '/usr/sbin', '/usr/share', '/usr/src', '/var',
-    '/var/cache', '/var/lib', '/var/local', '/var/log', '/var/opt', '/var/spool', '/var/tmp', '/etc/systemd',
-    '/etc/systemd/system', '/run/user',
-))
+SYSTEM_ROOTS = frozenset(
+    (
+        '/',
+        '/bin',
+        '/boot',
+        '/dev',
+        '/etc',
+        '/home',
+        '/lib',
+        '/lib32',
+        '/lib64',
+        '/libx32',
+        '/media',
+        '/mnt',
+        '/opt',
+        '/proc',
+        '/root',
+        '/run',
+        '/sbin',
+        '/srv',
+        '/sys',
+        '/tmp',
+        '/usr',
+        '/usr/bin',
+        '/usr/lib',
+        '/usr/lib64',
+        '/usr/libexec',
+        '/usr/local',
+        '/usr/local/bin',
+        '/usr/local/lib',
+        '/usr/sbin',
+        '/usr/share',
+        '/usr/src',
+        '/var',
+        '/var/cache',
+        '/var/lib',
+        '/var/local',
+        '/var/log',
+        '/var/opt',
+        '/var/spool',
+        '/var/tmp',
+        '/etc/systemd',
+        '/etc/systemd/system',
+        '/run/user',
+    )
+)
 # world-writable scratch trees: anyone on the host can create a name there first, and tmpfiles cleaners delete what
 # ages there, so no root-owned control file or release may live below them
 SCRATCH_ROOTS = ('/tmp', '/var/tmp', '/dev/shm')
@@ -46,20 +85,26 @@ def unsafe_chars(value):
 def root_dir_problem(name, path):
     """'' when ``path`` may be a root the collection owns and prunes below; else why not, naming ``name``."""
     if not isinstance(path, str) or not path.startswith('/') or unsafe_chars(path):
-        return ('%s must be an absolute path without spaces or control characters, such as /opt/ddtree/ml-env; got %s.'
-                % (name, _json(path)))
+        return '%s must be an absolute path without spaces or control characters, such as /opt/ddtree/ml-env; got %s.' % (name, _json(path))
     parts = path.split('/')
     if '..' in parts or '.' in parts or '//' in path or (path != '/' and path.endswith('/')):
         return '%s must be a normalized path (no "..", ".", "//" or trailing "/"), such as %s; got %s.' % (
-            name, posixpath.normpath(path) if path != '/' else '/opt/ddtree/<name>', _json(path))
+            name,
+            posixpath.normpath(path) if path != '/' else '/opt/ddtree/<name>',
+            _json(path),
+        )
     if path in SYSTEM_ROOTS or path.count('/') < 2:
-        return ('%s must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): the '
-                'collection creates, prunes and deletes entries below it; %s is a system or shared directory.' % (name, path))
+        return (
+            '%s must be a directory of its own, at least two levels below / (such as /opt/ddtree/<name>): the '
+            'collection creates, prunes and deletes entries below it; %s is a system or shared directory.' % (name, path)
+        )
     scratch = [root for root in SCRATCH_ROOTS if path.startswith(root + '/')]
     if scratch:
-        return ('%s must not be below %s, which every user of the host can write (and cleaners empty): root keeps files there '
-                'that it runs or restores. Allowed: a directory below /var/lib, /opt or /srv, such as /var/lib/ddtree-sglang; '
-                'got %s.' % (name, scratch[0], path))
+        return (
+            '%s must not be below %s, which every user of the host can write (and cleaners empty): root keeps files there '
+            'that it runs or restores. Allowed: a directory below /var/lib, /opt or /srv, such as /var/lib/ddtree-sglang; '
+            'got %s.' % (name, scratch[0], path)
+        )
     return ''
 
 
@@ -95,11 +140,12 @@ def root_owned_problems(dirs, paths):
             if facts['uid'] != 0 or mode & 0o022:
                 loose.append('%s (uid %s, mode %s)' % (path, facts['uid'], facts.get('mode')))
         if loose:
-            problems.append('%s (%s) is not root\'s alone on the host: %s. Root restores the units kept there into '
-                            '/etc/systemd/system and runs the restore script, so whoever can write there could plant one. '
-                            'Allowed: a directory whose every existing parent up to / is owned by root and not writable by group '
-                            'or others (chown root and chmod go-w, or choose another directory such as /var/lib/ddtree-sglang).'
-                            % (name, directory, ', '.join(loose)))
+            problems.append(
+                '%s (%s) is not root\'s alone on the host: %s. Root restores the units kept there into '
+                '/etc/systemd/system and runs the restore script, so whoever can write there could plant one. '
+                'Allowed: a directory whose every existing parent up to / is owned by root and not writable by group '
+                'or others (chown root and chmod go-w, or choose another directory such as /var/lib/ddtree-sglang).' % (name, directory, ', '.join(loose))
+            )
     return problems
 
 
@@ -117,8 +163,10 @@ def unit_value_problems(values):
         items = value if isinstance(value, (list, tuple)) else [value]
         bad = [item for item in items if not isinstance(item, str) or unsafe_chars(item) or item.endswith('\\')]
         if bad:
-            problems.append('%s must hold values without spaces, tabs, line breaks or other control characters and not ending '
-                            'in a backslash (each reaches the unit file as one word); got %s.' % (name, ', '.join(_json(b) for b in bad)))
+            problems.append(
+                '%s must hold values without spaces, tabs, line breaks or other control characters and not ending '
+                'in a backslash (each reaches the unit file as one word); got %s.' % (name, ', '.join(_json(b) for b in bad))
+            )
     return problems
 
 
@@ -143,8 +191,9 @@ def parse_booleans(values, names):
         try:
             parsed[name] = boolean(values[name], strict=True)
         except TypeError:
-            problems.append('%s must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); '
-                            'got %s.' % (name, _json(values[name])))
+            problems.append(
+                '%s must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); got %s.' % (name, _json(values[name]))
+            )
             parsed[name] = False
     return parsed, problems
 

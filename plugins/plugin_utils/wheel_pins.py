@@ -45,8 +45,7 @@ def digest_problems(where, label, digest, allow_unpinned, override):
         # "no" or "0" from INI :vars or -e are false (Python would read them as true); the argument spec refused the rest
         if boolean(allow_unpinned, strict=False):
             return []
-        return ['%s (%s) has no sha256: every artifact must be pinned (%s: true accepts unpinned ones)'
-                % (where, label, override)]
+        return ['%s (%s) has no sha256: every artifact must be pinned (%s: true accepts unpinned ones)' % (where, label, override)]
     if not isinstance(digest, str) or not SHA256_RE.match(digest):
         return ['%s.sha256 must be 64 lowercase hex digits, got %r' % (where, digest)]
     return []

@@ -61,8 +61,10 @@ def test_the_collection_has_role_variables():
 def test_every_role_variable_has_a_case():
     covered = set(case['variable'] for case in CASES)
     missing = sorted(set(role_variables()) - covered)
-    assert not missing, ('variables without a case in tests/bad_inputs.yml (add a wrong type or a value out of range '
-                         'and the words its error must contain): %s' % ', '.join(missing))
+    assert not missing, (
+        'variables without a case in tests/bad_inputs.yml (add a wrong type or a value out of range '
+        'and the words its error must contain): %s' % ', '.join(missing)
+    )
 
 
 def test_every_case_is_about_a_role_variable():
@@ -90,8 +92,7 @@ def test_case_is_well_formed(case):
 
 @pytest.mark.parametrize('case', CASES, ids=[c.get('case', c['variable']) for c in CASES])
 def test_case_names_its_variable(case):
-    assert any(case['variable'] in word for word in case['expect']), (
-        'the error of "%s" must name %s: put it in expect' % (case['case'], case['variable']))
+    assert any(case['variable'] in word for word in case['expect']), 'the error of "%s" must name %s: put it in expect' % (case['case'], case['variable'])
 
 
 def test_case_names_are_unique():

@@ -63,6 +63,7 @@ README = read('README.md')
 
 # --- unchanged deploy ---------------------------------------------------------------------------
 
+
 def test_deploy_noop_tables_and_readme():
     noop = record('deploy_noop.json')
     text = section(BENCHMARKS, 'Unchanged deploy')
@@ -86,15 +87,14 @@ def test_deploy_noop_tables_and_readme():
 
 # --- fleet upgrade ------------------------------------------------------------------------------
 
+
 def test_fleet_upgrade_tables():
     fleet = record('fleet_upgrade.json')
     runs = fleet['runs']
     by_size, by_16 = tables(section(BENCHMARKS, 'Fleet upgrade'))[:2]
     # one row per host count and per 16-host variant of the record, no more and no fewer
-    assert sorted(int(row['hosts'].split()[0]) for row in by_size) == sorted(
-        set(r['hosts'] for r in runs if r['name'] in ('batched', 'one_at_a_time')))
-    assert sorted(row['16 hosts'] for row in by_16) == sorted(
-        r['name'] for r in runs if r['hosts'] == 16 and r['name'] not in ('one_at_a_time',))
+    assert sorted(int(row['hosts'].split()[0]) for row in by_size) == sorted(set(r['hosts'] for r in runs if r['name'] in ('batched', 'one_at_a_time')))
+    assert sorted(row['16 hosts'] for row in by_16) == sorted(r['name'] for r in runs if r['hosts'] == 16 and r['name'] not in ('one_at_a_time',))
     for row in by_size:
         hosts = int(row['hosts'].split()[0])
         batched = [r for r in runs if r['hosts'] == hosts and r['name'] == 'batched'][0]
@@ -105,8 +105,7 @@ def test_fleet_upgrade_tables():
         assert row['one at a time / batched'] == '%.2fx' % (one['wall_s'] / batched['wall_s'])
         assert row['waves'] == '%d / %d' % (batched['waves'], one['waves'])
         assert row['deploy s per host (batched / one)'] == '%s / %s' % (batched['mean_deploy_s'], one['mean_deploy_s'])
-        assert row['control overhead s per host (batched / one)'] == '%s / %s' % (
-            batched['mean_overhead_s'], one['mean_overhead_s'])
+        assert row['control overhead s per host (batched / one)'] == '%s / %s' % (batched['mean_overhead_s'], one['mean_overhead_s'])
     base = [r for r in runs if r['hosts'] == 16 and r['name'] == 'batched'][0]
     for row in by_16:
         run = [r for r in runs if r['hosts'] == 16 and r['name'] == row['16 hosts']][0]
@@ -116,12 +115,14 @@ def test_fleet_upgrade_tables():
         assert row['vs batched, forks 10, linear'] == '%.2fx' % (run['wall_s'] / base['wall_s'])
         assert float(row['deploy s per host']) == run['mean_deploy_s']
     machine = fleet['machine']
-    assert ('%d s containers, %d s `lab/prepare.yml`, %d s first deploy' % (
-        machine['containers_s'], machine['prepare_s'], machine['first_deploy_s'])) in BENCHMARKS
+    assert (
+        '%d s containers, %d s `lab/prepare.yml`, %d s first deploy' % (machine['containers_s'], machine['prepare_s'], machine['first_deploy_s'])
+    ) in BENCHMARKS
     assert '%d MiB for all 16' % machine['mem_used_by_fleet_mib'] in BENCHMARKS.replace('\n', ' ')
 
 
 # --- verdict latency ----------------------------------------------------------------------------
+
 
 def _load(name, path):
     spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
@@ -155,11 +156,13 @@ def test_verdict_latency_every_loop_and_the_module_ran_ten_times_on_the_headline
 def test_readme_headline_is_against_the_strongest_loop_with_its_interval():
     arm, module_s, loop_s, value, low, high = VERDICT_SUMMARY.headline(record('verdict_latency.json')['records'])
     text = README.replace('\n', ' ')
-    found = re.search(r'\*\*(\S+) sooner\*\* than the strongest loop an operator writes.*?\(([0-9.]+) s against ([0-9.]+) s.*?'
-                      r'95 % bootstrap interval (\S+)-(\S+?)[;,)]', text)
+    found = re.search(
+        r'\*\*(\S+) sooner\*\* than the strongest loop an operator writes.*?\(([0-9.]+) s against ([0-9.]+) s.*?'
+        r'95 % bootstrap interval (\S+)-(\S+?)[;,)]',
+        text,
+    )
     assert found, 'README has no headline ratio against the strongest loop'
-    assert found.groups() == tuple(VERDICT_SUMMARY.ratio_text(v) if i in (0, 3, 4) else '%.2f' % v
-                                   for i, v in enumerate((value, module_s, loop_s, low, high)))
+    assert found.groups() == tuple(VERDICT_SUMMARY.ratio_text(v) if i in (0, 3, 4) else '%.2f' % v for i, v in enumerate((value, module_s, loop_s, low, high)))
     assert dict(VERDICT_SUMMARY.ARMS)[arm] in text
 
 
@@ -174,6 +177,7 @@ def test_bootstrap_ratio_of_medians():
 
 # --- zero-downtime upgrade ----------------------------------------------------------------------
 
+
 def _ms(value):
     return 'none (over 1 % failed)' if value is None else '%.0f' % (value * 1000)
 
@@ -181,12 +185,19 @@ def _ms(value):
 def zd_row(label, run):
     before, during = run['phases'].get('before', {}), run['phases'].get('during', {})
     errors = ', '.join('%d x %s' % (n, e) for e, n in sorted(run['total']['errors'].items())) or 'none'
-    return {'run': label, 'router retries': run['router_retries'], 'sent': str(run['total']['sent']),
-            'failed': str(run['total']['failed']), 'failed during': str(during.get('failed', '-')),
-            'p50 / p99 before ms': '%s / %s' % (_ms(before.get('p50_s')), _ms(before.get('p99_s'))),
-            'p50 / p99 during ms': '%s / %s' % (_ms(during.get('p50_s')), _ms(during.get('p99_s'))),
-            'p99 during, failures counted, ms': _ms(during.get('p99_all_s')), 'max during ms': _ms(during.get('max_s')),
-            'fewest healthy workers': str(run['total'].get('min_healthy_workers')), 'errors': errors}
+    return {
+        'run': label,
+        'router retries': run['router_retries'],
+        'sent': str(run['total']['sent']),
+        'failed': str(run['total']['failed']),
+        'failed during': str(during.get('failed', '-')),
+        'p50 / p99 before ms': '%s / %s' % (_ms(before.get('p50_s')), _ms(before.get('p99_s'))),
+        'p50 / p99 during ms': '%s / %s' % (_ms(during.get('p50_s')), _ms(during.get('p99_s'))),
+        'p99 during, failures counted, ms': _ms(during.get('p99_all_s')),
+        'max during ms': _ms(during.get('max_s')),
+        'fewest healthy workers': str(run['total'].get('min_healthy_workers')),
+        'errors': errors,
+    }
 
 
 def test_zero_downtime_table():
@@ -216,12 +227,16 @@ def test_zero_downtime_retried_tail_from_the_records():
         with gzip.open(os.path.join(ROOT, zd['runs'][label]['records']), 'rt', encoding='utf-8') as handle:
             records = [json.loads(line) for line in handle if line.strip()]
         return sum(1 for r in records if r['ok'] and r['phase'] == 'during' and r['latency_s'] - r['tokens'] * 0.01 > 0.1)
+
     text = ' '.join(section(BENCHMARKS, 'Zero-downtime upgrade').split())
-    assert ('%d answered requests during the upgrade took more than 100 ms beyond their own generation time '
-            '(their tokens x 10 ms), against %d drained' % (slow('no-drain'), slow('drain'))) in text
+    assert (
+        '%d answered requests during the upgrade took more than 100 ms beyond their own generation time '
+        '(their tokens x 10 ms), against %d drained' % (slow('no-drain'), slow('drain'))
+    ) in text
 
 
 # --- SSH against podman exec ------------------------------------------------------------------------
+
 
 def median(values):
     ordered = sorted(values)
@@ -253,12 +268,19 @@ def test_connections_tables():
     assert 'runs %d tasks in %s s on a lab host over SSH' % (runs['ssh']['tasks'], runs['ssh']['median_s']) in README
     assert '(%s s through `podman exec`' % runs['podman']['median_s'] in README
     ssh_page = read('docs', 'ssh.md')
-    assert 'takes %s s over SSH and %s s through `podman exec` (%d tasks each). That\n  is %.2fx.' % (
-        runs['ssh']['median_s'], runs['podman']['median_s'], runs['ssh']['tasks'], runs['ratio']) in ssh_page
-    assert 'rollback included, takes %s s over SSH and %s s through' % (
-        median(runs['ssh']['failed_seconds']), median(runs['podman']['failed_seconds'])) in ssh_page
-    assert "by the host's clock: %.2f s over SSH, %.2f s through" % (
-        median(runs['ssh']['crash_to_restart_s']), median(runs['podman']['crash_to_restart_s'])) in ssh_page
+    assert (
+        'takes %s s over SSH and %s s through `podman exec` (%d tasks each). That\n  is %.2fx.'
+        % (runs['ssh']['median_s'], runs['podman']['median_s'], runs['ssh']['tasks'], runs['ratio'])
+        in ssh_page
+    )
+    assert (
+        'rollback included, takes %s s over SSH and %s s through' % (median(runs['ssh']['failed_seconds']), median(runs['podman']['failed_seconds']))
+        in ssh_page
+    )
+    assert (
+        "by the host's clock: %.2f s over SSH, %.2f s through" % (median(runs['ssh']['crash_to_restart_s']), median(runs['podman']['crash_to_restart_s']))
+        in ssh_page
+    )
 
 
 def test_gate_cost_table():

@@ -43,7 +43,8 @@ def git_clones():
                     if 'git' in text.split() and 'clone' in text.split():
                         found.append((os.path.relpath(path, ROOT), task['name'], argv))
                 assert 'ansible.builtin.git' not in task and 'git' not in task, (
-                    '%s uses the git module: check that its repo cannot carry an option, then extend this test' % path)
+                    '%s uses the git module: check that its repo cannot carry an option, then extend this test' % path
+                )
     return found
 
 
@@ -63,5 +64,5 @@ def test_every_clone_is_an_argv_with_its_source_after_the_end_of_options():
 
 def test_every_clone_reaches_local_transports_only():
     for path, name, argv in git_clones():
-        settings = [argv[i + 1] for i, word in enumerate(argv[:argv.index('clone')]) if word == '-c']
+        settings = [argv[i + 1] for i, word in enumerate(argv[: argv.index('clone')]) if word == '-c']
         assert settings == ['protocol.allow=never', 'protocol.file.allow=always'], (path, name, settings)

@@ -20,8 +20,7 @@ SPEC.loader.exec_module(loadgen)
 
 
 def record(i, phase, latency, ok=True, error=None):
-    return {'i': i, 'phase': phase, 'sent': float(i), 'latency_s': latency, 'status': 200 if ok else 500,
-            'ok': ok, 'error': error}
+    return {'i': i, 'phase': phase, 'sent': float(i), 'latency_s': latency, 'status': 200 if ok else 500, 'ok': ok, 'error': error}
 
 
 def test_percentile_nearest_rank():

@@ -15,15 +15,20 @@ REDACTED = "***"
 
 
 def _model_args(parser):
-    parser.add_argument("--model-path", "--model", type=str, required=True,
-                        help="The path of the model weights. This can be a local folder or a Hugging Face repo ID.")
+    parser.add_argument(
+        "--model-path", "--model", type=str, required=True, help="The path of the model weights. This can be a local folder or a Hugging Face repo ID."
+    )
     parser.add_argument("--tokenizer-path", type=str, default=None, help="The path of the tokenizer.")
     parser.add_argument("--trust-remote-code", action="store_true", help="Whether or not to allow for custom models defined on the Hub.")
     parser.add_argument("--dtype", type=str, default="auto", choices=DTYPES, help="Data type for model weights and activations.")
     parser.add_argument("--quantization", type=str, default=None, help="The quantization method.")
     parser.add_argument("--kv-cache-dtype", type=str, default="auto", choices=KV_CACHE_DTYPES, help="Data type for kv cache storage.")
-    parser.add_argument("--context-length", type=int, default=None,
-                        help="The model's maximum context length. Defaults to None (will use the value from the model's config.json instead).")
+    parser.add_argument(
+        "--context-length",
+        type=int,
+        default=None,
+        help="The model's maximum context length. Defaults to None (will use the value from the model's config.json instead).",
+    )
     parser.add_argument("--served-model-name", type=str, default=None, help="Override the model name returned by the v1/models endpoint in OpenAI API server.")
     parser.add_argument("--random-seed", type=int, default=None, help="The random seed.")
 
@@ -36,24 +41,33 @@ def _server_args(parser):
     parser.add_argument("--ssl-certfile", type=str, default=None, help="The file path to the SSL cert file.")
     parser.add_argument("--log-level", type=str, default="info", choices=LOG_LEVELS, help="The logging level of all loggers.")
     parser.add_argument("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
-    parser.add_argument("--watchdog-timeout", type=float, default=300,
-                        help="Set watchdog timeout in seconds. If a forward batch takes longer than this, the server will crash to prevent hanging.")
+    parser.add_argument(
+        "--watchdog-timeout",
+        type=float,
+        default=300,
+        help="Set watchdog timeout in seconds. If a forward batch takes longer than this, the server will crash to prevent hanging.",
+    )
     parser.add_argument("--reasoning-parser", type=str, default=None, help="Specify the parser for reasoning models.")
     parser.add_argument("--tool-call-parser", type=str, default=None, help="Specify the parser for handling tool-call interactions.")
     parser.add_argument("--skip-server-warmup", action="store_true", help="If set, skip warmup.")
 
 
 def _memory_args(parser):
-    parser.add_argument("--mem-fraction-static", type=float, default=None,
-                        help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).")
+    parser.add_argument(
+        "--mem-fraction-static",
+        type=float,
+        default=None,
+        help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).",
+    )
     parser.add_argument("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
     parser.add_argument("--max-total-tokens", type=int, default=None, help="The maximum number of tokens in the memory pool.")
     parser.add_argument("--chunked-prefill-size", type=int, default=None, help="The maximum number of tokens in a chunk for the chunked prefill.")
     parser.add_argument("--max-prefill-tokens", type=int, default=16384, help="The maximum number of tokens in a prefill batch.")
     parser.add_argument("--disable-radix-cache", action="store_true", help="Disable RadixAttention for prefix caching.")
     parser.add_argument("--mamba-full-memory-ratio", type=float, default=0.9, help="The ratio of mamba state memory to full kv cache memory.")
-    parser.add_argument("--mamba-scheduler-strategy", type=str, default="auto", choices=MAMBA_SCHEDULER_STRATEGIES,
-                        help="The strategy to use for mamba scheduler.")
+    parser.add_argument(
+        "--mamba-scheduler-strategy", type=str, default="auto", choices=MAMBA_SCHEDULER_STRATEGIES, help="The strategy to use for mamba scheduler."
+    )
 
 
 def _parallel_args(parser):
@@ -62,8 +76,13 @@ def _parallel_args(parser):
     parser.add_argument("--dp-size", "--data-parallel-size", "--dp", dest="dp_size", type=int, default=1, help="The data parallelism size.")
     parser.add_argument("--nnodes", type=int, default=1, help="The number of nodes.")
     parser.add_argument("--node-rank", type=int, default=0, help="The node rank.")
-    parser.add_argument("--dist-init-addr", "--nccl-init-addr", type=str, default=None,
-                        help="The host address for initializing distributed backend (e.g., `192.168.0.2:25000`).")
+    parser.add_argument(
+        "--dist-init-addr",
+        "--nccl-init-addr",
+        type=str,
+        default=None,
+        help="The host address for initializing distributed backend (e.g., `192.168.0.2:25000`).",
+    )
 
 
 def _kernel_args(parser):
@@ -76,17 +95,25 @@ def _kernel_args(parser):
 
 def _speculative_args(parser):
     parser.add_argument("--speculative-algorithm", type=str, default=None, choices=SPECULATIVE_ALGORITHMS, help="Speculative algorithm.")
-    parser.add_argument("--speculative-draft-model-path", "--speculative-draft-model", type=str, default=None,
-                        help="The path of the draft model weights. This can be a local folder or a Hugging Face repo ID.")
+    parser.add_argument(
+        "--speculative-draft-model-path",
+        "--speculative-draft-model",
+        type=str,
+        default=None,
+        help="The path of the draft model weights. This can be a local folder or a Hugging Face repo ID.",
+    )
     parser.add_argument("--speculative-num-steps", type=int, default=None, help="The number of steps sampled from draft model in Speculative Decoding.")
     parser.add_argument("--speculative-eagle-topk", type=int, default=None, help="The number of tokens sampled from the draft model in eagle2 each step.")
-    parser.add_argument("--speculative-num-draft-tokens", type=int, default=None,
-                        help="The number of tokens sampled from the draft model in Speculative Decoding.")
+    parser.add_argument(
+        "--speculative-num-draft-tokens", type=int, default=None, help="The number of tokens sampled from the draft model in Speculative Decoding."
+    )
     # the DDTree patch set (not in upstream SGLang)
-    parser.add_argument("--speculative-ddtree-budget", type=int, default=None,
-                        help="DDTree: number of draft-tree nodes verified per target pass.")
-    parser.add_argument("--speculative-ddtree-shadow-linear", action="store_true",
-                        help="DDTree: run the DDTree code path but keep DFlash-linear results (guarded rollout mode).")
+    parser.add_argument("--speculative-ddtree-budget", type=int, default=None, help="DDTree: number of draft-tree nodes verified per target pass.")
+    parser.add_argument(
+        "--speculative-ddtree-shadow-linear",
+        action="store_true",
+        help="DDTree: run the DDTree code path but keep DFlash-linear results (guarded rollout mode).",
+    )
 
 
 def build_parser():

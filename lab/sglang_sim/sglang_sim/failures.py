@@ -43,12 +43,14 @@ def pool_not_enough_memory(mem_fraction_static):
 
 def _oom_line(tried_gib, total_gib, free_gib, graph_pool_gib):
     in_use = total_gib - free_gib
-    return (f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU 0 has a total capacity of "
-            f"{total_gib:.2f} GiB of which {free_gib * 1024:.2f} MiB is free. Including non-PyTorch memory, this process has "
-            f"{in_use:.2f} GiB memory in use. Of the allocated memory {in_use - 0.6:.2f} GiB is allocated by PyTorch, with "
-            f"{graph_pool_gib:.2f} GiB allocated in private pools (e.g., CUDA Graphs), and 254.31 MiB is reserved by PyTorch but "
-            f"unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-            f"to avoid fragmentation.")
+    return (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU 0 has a total capacity of "
+        f"{total_gib:.2f} GiB of which {free_gib * 1024:.2f} MiB is free. Including non-PyTorch memory, this process has "
+        f"{in_use:.2f} GiB memory in use. Of the allocated memory {in_use - 0.6:.2f} GiB is allocated by PyTorch, with "
+        f"{graph_pool_gib:.2f} GiB allocated in private pools (e.g., CUDA Graphs), and 254.31 MiB is reserved by PyTorch but "
+        f"unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+        f"to avoid fragmentation."
+    )
 
 
 def graph_capture_oom(piecewise, tried_gib, total_gib, free_gib, graph_pool_gib):
@@ -76,8 +78,7 @@ def graph_capture_oom_cause(tried_gib, total_gib, free_gib, graph_pool_gib):
         (f"{_SRT}/model_executor/cuda_graph_runner.py", 671, "capture_one_batch_size", "run_once()"),
         (f"{_SITE}/torch/cuda/graphs.py", 186, "__exit__", "self.cuda_graph.capture_end()"),
     ]
-    return frames, [_oom_line(tried_gib, total_gib, free_gib, graph_pool_gib), "",
-                    "During handling of the above exception, another exception occurred:", ""]
+    return frames, [_oom_line(tried_gib, total_gib, free_gib, graph_pool_gib), "", "During handling of the above exception, another exception occurred:", ""]
 
 
 def triton_out_of_resources(required, limit):
@@ -87,8 +88,10 @@ def triton_out_of_resources(required, limit):
         (f"{_SITE}/triton/runtime/jit.py", 757, "run", "launch_metadata = kernel.launch_metadata(grid, stream, *non_constexpr_vals)"),
         (f"{_SITE}/triton/compiler/compiler.py", 475, "_init_handles", "raise OutOfResources(self.metadata.shared, max_shared, \"shared memory\")"),
     ]
-    return frames, [f"triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: {required}, Hardware limit: {limit}. "
-                    "Reducing block sizes or `num_stages` may help."]
+    return frames, [
+        f"triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: {required}, Hardware limit: {limit}. "
+        "Reducing block sizes or `num_stages` may help."
+    ]
 
 
 def triton_cache_unwritable(exc):
@@ -107,9 +110,13 @@ def invalid_device_ordinal():
         (f"{_SRT}/managers/scheduler.py", 2894, "run_scheduler_process", "torch.get_device_module(\"cuda\").set_device(gpu_id)"),
         (f"{_SITE}/torch/cuda/__init__.py", 567, "set_device", "torch._C._cuda_setDevice(device)"),
     ]
-    return frames, ["torch.AcceleratorError: CUDA error: invalid device ordinal", "GPU device may be out of range, do you have enough GPUs?",
-                    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
-                    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1", "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."]
+    return frames, [
+        "torch.AcceleratorError: CUDA error: invalid device ordinal",
+        "GPU device may be out of range, do you have enough GPUs?",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]
 
 
 def no_driver():
@@ -139,9 +146,11 @@ def scheduler_crash():
         (f"{_SRT}/managers/scheduler.py", 2068, "run_batch", "batch_result = self.draft_worker.forward_batch_generation(batch)"),
         (f"{_SRT}/speculative/dflash_worker.py", 388, "forward_batch_generation", "self.verify(batch, spec_info)"),
     ]
-    return frames, ["RuntimeError: CUDA error: an illegal memory access was encountered",
-                    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
-                    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]
+    return frames, [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+    ]
 
 
 def generate_request(fault_label):

@@ -25,8 +25,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from . import SIMULATED_SGLANG_VERSION, failures, log, throughput
 from .args import public_args
 
-VOCABULARY = ("the", "model", "tree", "draft", "token", "verify", "accept", "branch", "cache", "layer", "state", "batch",
-              "serve", "signal", "stream", "budget", "simulated", "answer", "path", "node")
+VOCABULARY = (
+    "the",
+    "model",
+    "tree",
+    "draft",
+    "token",
+    "verify",
+    "accept",
+    "branch",
+    "cache",
+    "layer",
+    "state",
+    "batch",
+    "serve",
+    "signal",
+    "stream",
+    "budget",
+    "simulated",
+    "answer",
+    "path",
+    "node",
+)
 DEFAULT_MAX_NEW_TOKENS = 128
 OPENAI_DEFAULT_MAX_TOKENS = 16
 CHAT_TEMPLATE_TOKENS = 9
@@ -48,8 +68,9 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
     """What the handlers read: the server args, the plan numbers, the fault, the time scale, and
     the simulated scheduler's counters (running and waiting generations, HTTP requests in flight)."""
 
-    def __init__(self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None,
-                 compute_cap="", slow_share=0.0, noise=(0.0, 0.0)):
+    def __init__(
+        self, args, model_cfg, context_length, fault, time_scale, max_running_requests=None, generate_s=None, compute_cap="", slow_share=0.0, noise=(0.0, 0.0)
+    ):
         # pylint: disable=too-many-arguments,too-many-positional-arguments
         self.args = args
         self.model_cfg = model_cfg
@@ -112,20 +133,41 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
         speed = 1.0
         if noisy:
             speed = self.process_speed * (math.exp(self._rng.gauss(0.0, self.request_noise)) if self.request_noise else 1.0)
-        return throughput.rate(args.tp_size, args.speculative_algorithm, args.speculative_ddtree_budget, self.compute_cap,
-                               running=running, slow_share=self.slow_share, text=throughput.text_factor(prompt), speed=speed)
+        return throughput.rate(
+            args.tp_size,
+            args.speculative_algorithm,
+            args.speculative_ddtree_budget,
+            self.compute_cap,
+            running=running,
+            slow_share=self.slow_share,
+            text=throughput.text_factor(prompt),
+            speed=speed,
+        )
 
     def load(self):
         """One DP rank's core load fields, as LoadSnapshot.to_dict(include={"core"}) names them."""
         with self._lock:
             running, waiting, tokens = self.running, self.waiting, self.total_tokens
         capacity = max(self.context_length or 0, 1)
-        return {"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": waiting,
-                "num_waiting_uncached_tokens": 0, "num_used_tokens": tokens, "num_total_tokens": tokens,
-                "num_active_tokens": tokens, "num_prealloc_ready_tokens": 0, "max_total_num_tokens": capacity,
-                "max_running_requests": self.max_running_requests, "token_usage": round(tokens / capacity, 4),
-                "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": round(running / self.max_running_requests, 4),
-                "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0}
+        return {
+            "timestamp": time.time(),
+            "dp_rank": 0,
+            "num_running_reqs": running,
+            "num_waiting_reqs": waiting,
+            "num_waiting_uncached_tokens": 0,
+            "num_used_tokens": tokens,
+            "num_total_tokens": tokens,
+            "num_active_tokens": tokens,
+            "num_prealloc_ready_tokens": 0,
+            "max_total_num_tokens": capacity,
+            "max_running_requests": self.max_running_requests,
+            "token_usage": round(tokens / capacity, 4),
+            "gen_throughput": 0.0,
+            "cache_hit_rate": 0.0,
+            "utilization": round(running / self.max_running_requests, 4),
+            "total_prefill_uncached_tokens": 0,
+            "total_prefill_busy_us": 0,
+        }
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -221,15 +263,21 @@ class Handler(BaseHTTPRequestHandler):
         tokens = prompt_tokens + max_new_tokens
         running, waiting = self.sim.generation_slot(tokens)
         try:
-            log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
-                     f"#running-req: {running - 1}, #queue-req: {waiting}, ", rank=0)
+            log.info(
+                f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: 0.00, "
+                f"#running-req: {running - 1}, #queue-req: {waiting}, ",
+                rank=0,
+            )
             # the speed of the moment the slot was granted, for the whole generation
             rate = self.sim.rate(running, prompt)
             self._decode(prompt_tokens, max_new_tokens, rate, on_step)
             # the unscaled rate, so logs read the same at any SGLANG_SIM_TIME_SCALE
-            log.info(f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, "
-                     f"accept len: {rate.accept_length:.2f}, accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, "
-                     f"gen throughput (token/s): {rate.tokens_per_s:.2f}, #queue-req: {waiting}, ", rank=0)
+            log.info(
+                f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, "
+                f"accept len: {rate.accept_length:.2f}, accept rate: 0.80, cuda graph: {not self.sim.args.disable_cuda_graph}, "
+                f"gen throughput (token/s): {rate.tokens_per_s:.2f}, #queue-req: {waiting}, ",
+                rank=0,
+            )
         finally:
             self.sim.generation_done(tokens)
         return simulated_words(prompt, max_new_tokens)
@@ -259,8 +307,12 @@ class Handler(BaseHTTPRequestHandler):
         self._send(500, b"Internal Server Error", "text/plain; charset=utf-8")
 
     def _usage(self, prompt_tokens, completion_tokens):
-        return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-                "completion_tokens": completion_tokens, "prompt_tokens_details": None}
+        return {
+            "prompt_tokens": prompt_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+            "prompt_tokens_details": None,
+        }
 
     def generate(self):
         body = self._body()
@@ -278,9 +330,20 @@ class Handler(BaseHTTPRequestHandler):
         if words is None:
             self._fail_500()
             return
-        self._json({"text": " ".join(words), "meta_info": {
-            "id": uuid.uuid4().hex, "finish_reason": {"type": "length", "length": max_new}, "prompt_tokens": count_tokens(prompt),
-            "weight_version": "default", "completion_tokens": max_new, "cached_tokens": 0, "e2e_latency": round(time.time() - start, 4)}})
+        self._json(
+            {
+                "text": " ".join(words),
+                "meta_info": {
+                    "id": uuid.uuid4().hex,
+                    "finish_reason": {"type": "length", "length": max_new},
+                    "prompt_tokens": count_tokens(prompt),
+                    "weight_version": "default",
+                    "completion_tokens": max_new,
+                    "cached_tokens": 0,
+                    "e2e_latency": round(time.time() - start, 4),
+                },
+            }
+        )
 
     def _chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -307,9 +370,19 @@ class Handler(BaseHTTPRequestHandler):
         def on_step(done):
             begin()
             finish = {"type": "length", "length": max_new} if done >= max_new else None
-            event = {"text": " ".join(words[:done]), "output_ids": list(range(done)), "meta_info": {
-                "id": request_id, "finish_reason": finish, "prompt_tokens": prompt_tokens, "weight_version": "default",
-                "completion_tokens": done, "cached_tokens": 0, "e2e_latency": round(time.time() - start, 4)}}
+            event = {
+                "text": " ".join(words[:done]),
+                "output_ids": list(range(done)),
+                "meta_info": {
+                    "id": request_id,
+                    "finish_reason": finish,
+                    "prompt_tokens": prompt_tokens,
+                    "weight_version": "default",
+                    "completion_tokens": done,
+                    "cached_tokens": 0,
+                    "e2e_latency": round(time.time() - start, 4),
+                },
+            }
             self._chunk(b"data: " + json.dumps(event, separators=(",", ":")).encode("utf-8") + b"\n\n")
 
         try:
@@ -338,9 +411,16 @@ class Handler(BaseHTTPRequestHandler):
         if words is None:
             self._fail_500()
             return
-        self._json({"id": uuid.uuid4().hex, "object": "text_completion", "created": int(time.time()), "model": self.sim.model_id,
-                    "choices": [{"index": 0, "text": " ".join(words), "logprobs": None, "finish_reason": "length", "matched_stop": None}],
-                    "usage": self._usage(count_tokens(prompt), max_tokens)})
+        self._json(
+            {
+                "id": uuid.uuid4().hex,
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": self.sim.model_id,
+                "choices": [{"index": 0, "text": " ".join(words), "logprobs": None, "finish_reason": "length", "matched_stop": None}],
+                "usage": self._usage(count_tokens(prompt), max_tokens),
+            }
+        )
 
     def chat_completions(self):
         body = self._body() or {}
@@ -352,9 +432,16 @@ class Handler(BaseHTTPRequestHandler):
             self._fail_500()
             return
         message = {"role": "assistant", "content": " ".join(words), "reasoning_content": None, "tool_calls": None}
-        self._json({"id": uuid.uuid4().hex, "object": "chat.completion", "created": int(time.time()), "model": self.sim.model_id,
-                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "length", "matched_stop": None}],
-                    "usage": self._usage(count_tokens(prompt) + CHAT_TEMPLATE_TOKENS, max_tokens)})
+        self._json(
+            {
+                "id": uuid.uuid4().hex,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.sim.model_id,
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "length", "matched_stop": None}],
+                "usage": self._usage(count_tokens(prompt) + CHAT_TEMPLATE_TOKENS, max_tokens),
+            }
+        )
 
     # --- metadata -------------------------------------------------------------------------
     def health(self):
@@ -367,23 +454,50 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200)
 
     def models(self):
-        self._json({"object": "list", "data": [{
-            "id": self.sim.model_id, "object": "model", "created": int(time.time()), "owned_by": "sglang",
-            "root": self.sim.model_id, "parent": None, "max_model_len": self.sim.context_length}]})
+        self._json(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.sim.model_id,
+                        "object": "model",
+                        "created": int(time.time()),
+                        "owned_by": "sglang",
+                        "root": self.sim.model_id,
+                        "parent": None,
+                        "max_model_len": self.sim.context_length,
+                    }
+                ],
+            }
+        )
 
     def model_info(self):
         cfg = self.sim.model_cfg
-        self._json({"model_path": self.sim.args.model_path, "tokenizer_path": self.sim.args.tokenizer_path or self.sim.args.model_path,
-                    "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
-                    "has_image_understanding": False, "has_audio_understanding": False,
-                    "model_type": cfg.get("model_type"), "architectures": cfg.get("architectures")})
+        self._json(
+            {
+                "model_path": self.sim.args.model_path,
+                "tokenizer_path": self.sim.args.tokenizer_path or self.sim.args.model_path,
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+                "has_image_understanding": False,
+                "has_audio_understanding": False,
+                "model_type": cfg.get("model_type"),
+                "architectures": cfg.get("architectures"),
+            }
+        )
 
     def server_info(self):
         info = public_args(self.sim.args)
         rate = self.sim.rate(noisy=False)
-        info.update({"context_length": self.sim.context_length, "version": SIMULATED_SGLANG_VERSION, "simulated": True,
-                     "internal_states": [{"last_gen_throughput": round(rate.tokens_per_s, 2),
-                                          "avg_spec_accept_length": round(rate.accept_length, 2)}]})
+        info.update(
+            {
+                "context_length": self.sim.context_length,
+                "version": SIMULATED_SGLANG_VERSION,
+                "simulated": True,
+                "internal_states": [{"last_gen_throughput": round(rate.tokens_per_s, 2), "avg_spec_accept_length": round(rate.accept_length, 2)}],
+            }
+        )
         self._json(info)
 
     def loads(self):
@@ -393,11 +507,26 @@ class Handler(BaseHTTPRequestHandler):
         loads = [self.sim.load()]
         if query.get("dp_rank") not in (None, "") and query["dp_rank"] != "0":
             loads = []
-        self._json({"timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": SIMULATED_SGLANG_VERSION,
-                    "accelerator": None, "num_accelerators": self.sim.args.tp_size, "loads": loads})
+        self._json(
+            {
+                "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                "version": SIMULATED_SGLANG_VERSION,
+                "accelerator": None,
+                "num_accelerators": self.sim.args.tp_size,
+                "loads": loads,
+            }
+        )
 
-    GET_ROUTES = {"/health": health, "/health_generate": health_generate, "/v1/models": models, "/get_model_info": model_info,
-                  "/model_info": model_info, "/get_server_info": server_info, "/server_info": server_info, "/v1/loads": loads}
+    GET_ROUTES = {
+        "/health": health,
+        "/health_generate": health_generate,
+        "/v1/models": models,
+        "/get_model_info": model_info,
+        "/model_info": model_info,
+        "/get_server_info": server_info,
+        "/server_info": server_info,
+        "/v1/loads": loads,
+    }
     POST_ROUTES = {"/generate": generate, "/v1/completions": completions, "/v1/chat/completions": chat_completions}
 
 

@@ -27,8 +27,17 @@ from .args import build_parser, server_args_line
 from .hardware import ConfigLoadError, NoDriverError, load_config, read_gpus
 from .http_api import SimState, make_server
 
-FAULTS = ("none", "crash_in_graph_capture", "triton_error_in_graph_capture", "hang_before_bind", "generate_fails", "slow_start",
-          "crash_after_serving", "replay", "slow")
+FAULTS = (
+    "none",
+    "crash_in_graph_capture",
+    "triton_error_in_graph_capture",
+    "hang_before_bind",
+    "generate_fails",
+    "slow_start",
+    "crash_after_serving",
+    "replay",
+    "slow",
+)
 DEFAULT_FAULT_DELAY_S = 5.0
 DEFAULT_SLOW_SHARE = 0.3
 # SIMULATED noise (docs/dev/lab.md, from public SGLang figures): a server process's mean tokens/s spreads 0.5 % between
@@ -36,8 +45,7 @@ DEFAULT_SLOW_SHARE = 0.3
 # spreads about as repeated runs on one server do (sgl-project/sglang#34072: 0.4 %)
 DEFAULT_NOISE = (0.005, 0.02)
 # seconds per phase at SGLANG_SIM_TIME_SCALE=1: about 3 s to ready, the pool verdict at about 2.1 s
-PHASE_S = {"distributed": 0.2, "target_weights": 1.0, "draft_weights": 0.3, "pools": 0.3, "decode_graph": 0.4,
-           "piecewise_graph": 0.3, "warmup": 0.3}
+PHASE_S = {"distributed": 0.2, "target_weights": 1.0, "draft_weights": 0.3, "pools": 0.3, "decode_graph": 0.4, "piecewise_graph": 0.3, "warmup": 0.3}
 DRAFT_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "DFLASH", "DDTREE")
 SHARED_MEMORY_LIMIT = {"9.0": 232448, "10.0": 232448}
 CONSUMER_SHARED_MEMORY_LIMIT = 101376
@@ -57,8 +65,10 @@ class Knobs:  # pylint: disable=too-few-public-methods
         # read as text: main() refuses a value that is not a share in [0, 1)
         self.slow_share_text = environ.get("SGLANG_SIM_SLOW_SHARE", "").strip() or str(DEFAULT_SLOW_SHARE)
         # SIMULATED run-to-run noise: the spread of a process's speed and of each request's (docs/dev/lab.md)
-        self.noise_text = (environ.get("SGLANG_SIM_NOISE_PROCESS", "").strip() or str(DEFAULT_NOISE[0]),
-                           environ.get("SGLANG_SIM_NOISE_REQUEST", "").strip() or str(DEFAULT_NOISE[1]))
+        self.noise_text = (
+            environ.get("SGLANG_SIM_NOISE_PROCESS", "").strip() or str(DEFAULT_NOISE[0]),
+            environ.get("SGLANG_SIM_NOISE_REQUEST", "").strip() or str(DEFAULT_NOISE[1]),
+        )
 
     def noise(self):
         """(process, request) spreads of tokens/s, or None when either is no number in [0, 0.5]."""
@@ -151,12 +161,20 @@ def _drain(server):
 
 def _envelope(args, draft_cfg):
     return memory.Envelope(
-        tp_size=args.tp_size, mem_fraction_static=args.mem_fraction_static, context_length=args.context_length,
-        max_running_requests=args.max_running_requests, max_total_tokens=args.max_total_tokens,
-        chunked_prefill_size=args.chunked_prefill_size, cuda_graph_max_bs=args.cuda_graph_max_bs,
-        disable_cuda_graph=args.disable_cuda_graph, disable_piecewise_cuda_graph=args.disable_piecewise_cuda_graph,
-        mamba_full_memory_ratio=args.mamba_full_memory_ratio, speculative=args.speculative_algorithm is not None,
-        num_draft_tokens=args.speculative_num_draft_tokens or (draft_cfg or {}).get("block_size"), kv_cache_dtype=args.kv_cache_dtype)
+        tp_size=args.tp_size,
+        mem_fraction_static=args.mem_fraction_static,
+        context_length=args.context_length,
+        max_running_requests=args.max_running_requests,
+        max_total_tokens=args.max_total_tokens,
+        chunked_prefill_size=args.chunked_prefill_size,
+        cuda_graph_max_bs=args.cuda_graph_max_bs,
+        disable_cuda_graph=args.disable_cuda_graph,
+        disable_piecewise_cuda_graph=args.disable_piecewise_cuda_graph,
+        mamba_full_memory_ratio=args.mamba_full_memory_ratio,
+        speculative=args.speculative_algorithm is not None,
+        num_draft_tokens=args.speculative_num_draft_tokens or (draft_cfg or {}).get("block_size"),
+        kv_cache_dtype=args.kv_cache_dtype,
+    )
 
 
 def _load_configs(args):
@@ -184,14 +202,19 @@ def _load_weights(args, plan, cfgs, knobs):
     knobs.sleep("target_weights", (knobs.delay_s if knobs.fault == "slow_start" else 0.0) + random.uniform(0.0, knobs.load_jitter_s()))
     avail -= plan.target_weights_gib
     dtype = cfgs[0].get("torch_dtype", "bfloat16")
-    log.info(f"Load weight end. type={cfgs[0]['architectures'][0]}, dtype=torch.{dtype}, avail mem={avail:.2f} GB, "
-             f"mem usage={plan.target_weights_gib:.2f} GB.", rank=0)
+    log.info(
+        f"Load weight end. type={cfgs[0]['architectures'][0]}, dtype=torch.{dtype}, avail mem={avail:.2f} GB, mem usage={plan.target_weights_gib:.2f} GB.",
+        rank=0,
+    )
     if cfgs[1] is not None:
         log.info(f"Load weight begin. avail mem={avail:.2f} GB", rank=0)
         knobs.sleep("draft_weights")
         avail -= plan.draft_weights_gib
-        log.info(f"Load weight end. type={cfgs[1]['architectures'][0]}, dtype=torch.{cfgs[1].get('torch_dtype', dtype)}, "
-                 f"avail mem={avail:.2f} GB, mem usage={plan.draft_weights_gib:.2f} GB.", rank=0)
+        log.info(
+            f"Load weight end. type={cfgs[1]['architectures'][0]}, dtype=torch.{cfgs[1].get('torch_dtype', dtype)}, "
+            f"avail mem={avail:.2f} GB, mem usage={plan.draft_weights_gib:.2f} GB.",
+            rank=0,
+        )
     if args.speculative_algorithm == "DDTREE":
         mode = "shadow-linear (DFlash-linear results)" if args.speculative_ddtree_shadow_linear else "tree verify"
         budget = args.speculative_ddtree_budget or plan.num_draft_tokens
@@ -204,9 +227,12 @@ def _allocate_pools(args, plan, knobs):
         _scheduler_failure(args.tp_size, failures.pool_not_enough_memory(plan.mem_fraction_static))
     gib = memory.GIB
     if plan.mamba_slots:
-        log.info(f"Mamba Cache is allocated. max_mamba_cache_size: {plan.mamba_slots}, "
-                 f"conv_state size: {plan.mamba_slots * plan.mamba_conv_bytes / gib:.2f}GB, "
-                 f"ssm_state size: {plan.mamba_slots * plan.mamba_ssm_bytes / gib:.2f}GB ", rank=0)
+        log.info(
+            f"Mamba Cache is allocated. max_mamba_cache_size: {plan.mamba_slots}, "
+            f"conv_state size: {plan.mamba_slots * plan.mamba_conv_bytes / gib:.2f}GB, "
+            f"ssm_state size: {plan.mamba_slots * plan.mamba_ssm_bytes / gib:.2f}GB ",
+            rank=0,
+        )
     half = plan.max_total_num_tokens * plan.kv_bytes_per_token / 2 / gib
     log.info(f"KV Cache is allocated. #tokens: {plan.max_total_num_tokens}, K size: {half:.2f} GB, V size: {half:.2f} GB", rank=0)
     log.info(f"Memory pool end. avail mem={plan.avail_after_pool_gib:.2f} GB", rank=0)
@@ -289,9 +315,12 @@ def _capture_graphs(args, plan, gpu, knobs):
         avail = _capture(cap, False, avail)
     if plan.piecewise_graph or (forced and not plan.decode_graph):
         avail = _capture(cap, True, avail)
-    log.info(f"max_total_num_tokens={plan.max_total_num_tokens}, chunked_prefill_size={plan.chunked_prefill_size}, "
-             f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={plan.max_running_requests}, "
-             f"context_len={plan.context_length}, available_gpu_mem={avail - plan.workspace_gib:.2f} GB", rank=0)
+    log.info(
+        f"max_total_num_tokens={plan.max_total_num_tokens}, chunked_prefill_size={plan.chunked_prefill_size}, "
+        f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={plan.max_running_requests}, "
+        f"context_len={plan.context_length}, available_gpu_mem={avail - plan.workspace_gib:.2f} GB",
+        rank=0,
+    )
 
 
 def _bind(args, sim):
@@ -333,7 +362,7 @@ def _crash_after_serving(tp_size):
 def _plan(args, cfgs, gpus):
     target_shape = memory.shape_from_config(cfgs[0])
     draft_shape = memory.shape_from_config(cfgs[1]) if cfgs[1] is not None else None
-    gpu_mib = min(g.memory_total_mib for g in gpus[:args.tp_size])
+    gpu_mib = min(g.memory_total_mib for g in gpus[: args.tp_size])
     return target_shape, memory.plan_memory(gpu_mib, target_shape, draft_shape, _envelope(args, cfgs[1]))
 
 
@@ -366,10 +395,18 @@ def run(args, knobs):
     if knobs.fault == "hang_before_bind":
         threading.Event().wait()
     _capture_graphs(args, plan, gpus[0], knobs)
-    sim = SimState(args, cfgs[0], plan.context_length, knobs.fault, knobs.time_scale,
-                   max_running_requests=plan.max_running_requests, generate_s=knobs.generate_s,
-                   compute_cap=gpus[0].compute_cap, slow_share=knobs.slow_share() if knobs.fault == "slow" else 0.0,
-                   noise=knobs.noise())
+    sim = SimState(
+        args,
+        cfgs[0],
+        plan.context_length,
+        knobs.fault,
+        knobs.time_scale,
+        max_running_requests=plan.max_running_requests,
+        generate_s=knobs.generate_s,
+        compute_cap=gpus[0].compute_cap,
+        slow_share=knobs.slow_share() if knobs.fault == "slow" else 0.0,
+        noise=knobs.noise(),
+    )
     if args.node_rank >= 1:
         return _bind_health_only(args, sim)
     server = _bind(args, sim)

@@ -223,8 +223,12 @@ def _start_plan(gpu_mem_mib: float, target: ModelShape, draft: Optional[ModelSha
     target_w = target.num_parameters * target.dtype_bytes / env.tp_size / GIB
     draft_w = draft.num_parameters * draft.dtype_bytes / env.tp_size / GIB if draft else 0.0
     return MemoryPlan(
-        gpu_mem_gib=gpu, mem_fraction_static=mfs, overhead_gib=overhead, target_weights_gib=target_w,
-        draft_weights_gib=draft_w, pool_budget_gib=gpu * mfs - overhead - target_w - draft_w,
+        gpu_mem_gib=gpu,
+        mem_fraction_static=mfs,
+        overhead_gib=overhead,
+        target_weights_gib=target_w,
+        draft_weights_gib=draft_w,
+        pool_budget_gib=gpu * mfs - overhead - target_w - draft_w,
         context_length=env.context_length or target.context_length,
         chunked_prefill_size=env.chunked_prefill_size or default_chunked_prefill_size(gpu),
         decode_graph=not env.disable_cuda_graph,
@@ -268,16 +272,22 @@ def _size_pools(plan: MemoryPlan, target: ModelShape, draft: Optional[ModelShape
 
 def _pool_failure(plan: MemoryPlan) -> str:
     if plan.pool_budget_gib <= 0:
-        return (f"weights ({plan.weights_gib:.2f} GiB) and overhead ({plan.overhead_gib:.2f} GiB) leave nothing of "
-                f"{plan.mem_fraction_static} x {plan.gpu_mem_gib:.2f} GiB for the pools")
+        return (
+            f"weights ({plan.weights_gib:.2f} GiB) and overhead ({plan.overhead_gib:.2f} GiB) leave nothing of "
+            f"{plan.mem_fraction_static} x {plan.gpu_mem_gib:.2f} GiB for the pools"
+        )
     if plan.mamba_slots < plan.required_mamba_slots:
         need = plan.required_mamba_slots * plan.mamba_slot_bytes / GIB
-        return (f"recurrent-state pool holds {plan.mamba_slots} slots of {plan.mamba_slot_bytes / MIB:.1f} MiB "
-                f"({plan.mamba_share_gib:.2f} GiB) but max_running_requests={plan.max_running_requests} needs "
-                f"{plan.required_mamba_slots} ({need:.2f} GiB)")
+        return (
+            f"recurrent-state pool holds {plan.mamba_slots} slots of {plan.mamba_slot_bytes / MIB:.1f} MiB "
+            f"({plan.mamba_share_gib:.2f} GiB) but max_running_requests={plan.max_running_requests} needs "
+            f"{plan.required_mamba_slots} ({need:.2f} GiB)"
+        )
     if plan.max_total_num_tokens < plan.context_length:
-        return (f"KV pool holds {plan.max_total_num_tokens} tokens ({plan.kv_share_gib:.2f} GiB) but one request "
-                f"at context_length={plan.context_length} needs {plan.context_length}")
+        return (
+            f"KV pool holds {plan.max_total_num_tokens} tokens ({plan.kv_share_gib:.2f} GiB) but one request "
+            f"at context_length={plan.context_length} needs {plan.context_length}"
+        )
     return ""
 
 
@@ -286,8 +296,9 @@ def _size_graphs(plan: MemoryPlan, target: ModelShape, draft: Optional[ModelShap
     plan.cuda_graph_bs = env.cuda_graph_max_bs or min(plan.max_running_requests, SPEC_DEFAULT_MAX_RUNNING_REQUESTS)
     tokens_per_step = plan.cuda_graph_bs * (1 + plan.num_draft_tokens)
     plan.workspace_gib = WORKSPACE_FIXED_GIB + plan.chunked_prefill_size * hidden * WORKSPACE_BYTES_PER_TOKEN_HIDDEN / GIB
-    plan.decode_graph_gib = (DECODE_GRAPH_FIXED_GIB + (DECODE_GRAPH_DRAFT_GIB if draft else 0.0)
-                             + tokens_per_step * hidden * DECODE_GRAPH_BYTES_PER_TOKEN_HIDDEN / GIB)
+    plan.decode_graph_gib = (
+        DECODE_GRAPH_FIXED_GIB + (DECODE_GRAPH_DRAFT_GIB if draft else 0.0) + tokens_per_step * hidden * DECODE_GRAPH_BYTES_PER_TOKEN_HIDDEN / GIB
+    )
     plan.piecewise_graph_gib = PIECEWISE_GRAPH_FIXED_GIB + plan.chunked_prefill_size * hidden * PIECEWISE_GRAPH_BYTES_PER_TOKEN_HIDDEN / GIB
     used = plan.max_total_num_tokens * plan.kv_bytes_per_token / GIB + plan.mamba_slots * plan.mamba_slot_bytes / GIB
     plan.avail_after_pool_gib = plan.gpu_mem_gib - plan.overhead_gib - plan.weights_gib - used

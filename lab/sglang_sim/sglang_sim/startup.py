@@ -42,9 +42,11 @@ def derived_context_length(config):
 
 
 def _context_message(reason, context_length, derived):
-    msg = (f"Warning: {reason} context_length ({context_length}) is greater than the derived context_length ({derived}). "
-           f"This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ "
-           f"from max_position_embeddings in the model's config.")
+    msg = (
+        f"Warning: {reason} context_length ({context_length}) is greater than the derived context_length ({derived}). "
+        f"This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ "
+        f"from max_position_embeddings in the model's config."
+    )
     return f"{msg} To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
 
 
@@ -75,8 +77,7 @@ def traceback_frames(check):
     step, then the raising line (the exception line itself is SGLang's, verbatim)."""
     path, line, function, pipeline_line = check
     step = {"_handle_dflash": "handle_speculative_decoding", "_derive_context_length": "handle_missing_default_values"}.get(function, function)
-    frames = list(_RESOLVE) + [(f"{_SRT}/arg_groups/pipeline.py", pipeline_line, "run_resolution_pipeline",
-                                f"run_hook({step}, server_args)"), _HOOK]
+    frames = list(_RESOLVE) + [(f"{_SRT}/arg_groups/pipeline.py", pipeline_line, "run_resolution_pipeline", f"run_hook({step}, server_args)"), _HOOK]
     source = "raise ValueError(" if path != "attention_hook.py" else "assert cfg.speculative_algorithm is None, ("
     return frames + [(f"{_SRT}/arg_groups/{path}".replace("arg_groups/../", ""), line, function, source)]
 
@@ -87,6 +88,5 @@ def simulated_refusal(args):
     worker, which drafts with --speculative-draft-model-path, and 0.5.23's hook checks only DFLASH, so the real
     server passes its start-up checks; preflight refuses it (docs/preflight-parity.md) and so does the simulator."""
     if args.speculative_algorithm == "DDTREE" and not args.speculative_draft_model_path:
-        return ("SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path "
-                "(DDTree drafts with the DFlash drafter); not starting")
+        return "SIMULATED sglang_sim: --speculative-algorithm DDTREE needs --speculative-draft-model-path (DDTree drafts with the DFlash drafter); not starting"
     return None

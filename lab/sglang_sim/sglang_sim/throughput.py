@@ -36,11 +36,72 @@ DEFAULT_DDTREE_BUDGET = 16
 # Blackwell); on the ct129 (A6000) class, DDTree does not pay off in the lab.
 DDTREE_OVER_LINEAR_AT_16 = {"blackwell": 1.24, "ampere": 0.96}
 # SIMULATED text dependence: the share of a prompt's words among these stands for how predictable it is
-COMMON_WORDS = frozenset((
-    "a", "about", "after", "all", "an", "and", "any", "as", "at", "be", "but", "by", "could", "for", "from", "had", "have", "he",
-    "her", "herself", "him", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "one", "or",
-    "out", "said", "she", "so", "that", "the", "their", "them", "then", "there", "they", "this", "to", "up", "very", "was", "way",
-    "were", "what", "when", "which", "with", "would", "you", "your"))
+COMMON_WORDS = frozenset(
+    (
+        "a",
+        "about",
+        "after",
+        "all",
+        "an",
+        "and",
+        "any",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "could",
+        "for",
+        "from",
+        "had",
+        "have",
+        "he",
+        "her",
+        "herself",
+        "him",
+        "his",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "one",
+        "or",
+        "out",
+        "said",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "they",
+        "this",
+        "to",
+        "up",
+        "very",
+        "was",
+        "way",
+        "were",
+        "what",
+        "when",
+        "which",
+        "with",
+        "would",
+        "you",
+        "your",
+    )
+)
 TEXT_FACTOR_RANGE = (0.85, 1.15)
 TEXT_MIN_WORDS = 20
 LOAD_COST = 0.05
@@ -58,12 +119,11 @@ def _verify_cost(factor):
     return cost_at_16 - 1
 
 
-VERIFY_COST = {"blackwell": _verify_cost(DDTREE_OVER_LINEAR_AT_16["blackwell"]),
-               "ampere": _verify_cost(DDTREE_OVER_LINEAR_AT_16["ampere"]), "other": 0.6}
+VERIFY_COST = {"blackwell": _verify_cost(DDTREE_OVER_LINEAR_AT_16["blackwell"]), "ampere": _verify_cost(DDTREE_OVER_LINEAR_AT_16["ampere"]), "other": 0.6}
 # calibrated so that an ampere host at tp 2 with DDTREE budget 16 and one running request makes
 # 100 tokens/s, the simulator's former fixed PER_TOKEN_S = 0.01, so the lab's timings stay as they
 # were: 2.304 = that envelope's accept / step cost = 2.4 (linear) * 0.96 (DDTree over linear, ampere)
-STEP_RATE_1 = 100 / (2 ** 0.5 * 2.304)
+STEP_RATE_1 = 100 / (2**0.5 * 2.304)
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,22 @@ import warnings
 
 MARK = "DDTREE_SGLANG_FLAG_CHECK "
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-SUMMARY = ("model_path", "served_model_name", "tp_size", "dp_size", "pp_size", "mem_fraction_static",
-           "context_length", "max_running_requests", "speculative_algorithm", "speculative_draft_model_path",
-           "speculative_num_steps", "speculative_num_draft_tokens", "host", "port")
+SUMMARY = (
+    "model_path",
+    "served_model_name",
+    "tp_size",
+    "dp_size",
+    "pp_size",
+    "mem_fraction_static",
+    "context_length",
+    "max_running_requests",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_num_draft_tokens",
+    "host",
+    "port",
+)
 QUIET_CATEGORIES = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 # SGLang 0.5.23's start-up checks that read only the parsed flags and the platform: steps of
 # ServerArgs.resolve_once() (sglang/srt/arg_groups/pipeline.py::run_resolution_pipeline), in the
@@ -101,11 +114,13 @@ def unknown_flags(parser, args):
 def sglang_version():
     try:
         from importlib.metadata import version
+
         return version("sglang")
     except Exception:
         pass
     try:
         from sglang.version import __version__
+
         return __version__
     except Exception:
         return None
@@ -224,8 +239,8 @@ def probe(request, result, target):
             server_args_class.add_cli_args(parser)
             parser.parse_args(argv)
             result["checks_skipped"].append(
-                "server_args: this SGLang resolves its arguments while it builds ServerArgs "
-                "(GPU memory, the model's config), which needs the host's GPUs")
+                "server_args: this SGLang resolves its arguments while it builds ServerArgs (GPU memory, the model's config), which needs the host's GPUs"
+            )
     except ParserRefused as exc:
         result["error"] = str(exc)
     except SystemExit as exc:
@@ -251,8 +266,8 @@ def probe(request, result, target):
                 SpeculativeAlgorithm = quietly(importlib.import_module, "sglang.srt.speculative.spec_info").SpeculativeAlgorithm
             except Exception as exc:
                 result["checks_skipped"].append(
-                    "speculative_algorithm: cannot import sglang.srt.speculative.spec_info: %s: %s"
-                    % (type(exc).__name__, clean(exc)))
+                    "speculative_algorithm: cannot import sglang.srt.speculative.spec_info: %s: %s" % (type(exc).__name__, clean(exc))
+                )
             else:
                 result["checks"].append("speculative_algorithm")
                 try:
@@ -272,9 +287,21 @@ def main():
     # whatever SGLang prints goes to stderr; stdout carries only the answer
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    result = {"valid": False, "unknown_flags": [], "error": None, "error_flag": None, "error_value": None, "error_check": None,
-              "warnings": [], "sglang_version": None, "server_args": {}, "checks": [], "checks_skipped": [],
-              "prefix": sys.prefix, "probe_error": None}
+    result = {
+        "valid": False,
+        "unknown_flags": [],
+        "error": None,
+        "error_flag": None,
+        "error_value": None,
+        "error_check": None,
+        "warnings": [],
+        "sglang_version": None,
+        "server_args": {},
+        "checks": [],
+        "checks_skipped": [],
+        "prefix": sys.prefix,
+        "probe_error": None,
+    }
     result["sglang_version"] = sglang_version()
     try:
         target = quietly(importlib.import_module, request["module"])

@@ -85,8 +85,7 @@ def import_record(name):
     except BaseException as e:  # pylint: disable=broad-except
         if isinstance(e, KeyboardInterrupt):
             raise
-        rec.update(ok=False, error_type=type(e).__name__, error=str(e)[:4000],
-                   traceback=traceback.format_exc()[-4000:])
+        rec.update(ok=False, error_type=type(e).__name__, error=str(e)[:4000], traceback=traceback.format_exc()[-4000:])
         text = rec['error'] + rec['traceback']
         at = text.find(': undefined symbol')
         if at > 0:
@@ -101,8 +100,17 @@ def import_record(name):
 
 def torch_report(want_smoke):
     """torch's version, CUDA build and devices; a tiny GPU operation when want_smoke."""
-    t = {'distribution_version': dist_version('torch'), 'version': None, 'cuda': None, 'cuda_available': False,
-         'cuda_warning': None, 'device_count': 0, 'arch_list': [], 'devices': [], 'error': None}
+    t = {
+        'distribution_version': dist_version('torch'),
+        'version': None,
+        'cuda': None,
+        'cuda_available': False,
+        'cuda_warning': None,
+        'device_count': 0,
+        'arch_list': [],
+        'devices': [],
+        'error': None,
+    }
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
@@ -118,9 +126,15 @@ def torch_report(want_smoke):
         devices = []
         for i in range(t['device_count']):
             p = torch.cuda.get_device_properties(i)
-            devices.append({'index': i, 'name': p.name, 'capability': '%d.%d' % (p.major, p.minor),
-                            'total_memory_mib': int(p.total_memory // (1024 * 1024)),
-                            'multi_processor_count': p.multi_processor_count})
+            devices.append(
+                {
+                    'index': i,
+                    'name': p.name,
+                    'capability': '%d.%d' % (p.major, p.minor),
+                    'total_memory_mib': int(p.total_memory // (1024 * 1024)),
+                    'multi_processor_count': p.multi_processor_count,
+                }
+            )
         t['devices'] = devices
         if devices and want_smoke:
             try:

@@ -92,14 +92,15 @@ TEXT_NASTY_HEAVY = st.lists(st.one_of(st.sampled_from(NASTY), TEXT), max_size=6)
 VALID_KEY = st.from_regex(r'\A[a-z][a-z0-9_]{0,20}\Z')
 KEY = st.one_of(VALID_KEY, VALID_KEY, TEXT, st.integers(), st.none())
 SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXT, TEXT_NASTY_HEAVY)
-VALUE = st.recursive(SCALAR, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(TEXT, inner, max_size=3)), max_leaves=8)
+VALUE = st.recursive(
+    SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(TEXT, inner, max_size=3)), max_leaves=8
+)
 ENVELOPE = st.one_of(st.dictionaries(KEY, VALUE, max_size=8), VALUE)
-SAFE_VALUE = st.one_of(st.booleans(), st.integers(), st.floats(), TEXT_NASTY_HEAVY,
-                       st.lists(st.one_of(st.integers(), st.floats(), TEXT_NASTY_HEAVY), max_size=3))
+SAFE_VALUE = st.one_of(
+    st.booleans(), st.integers(), st.floats(), TEXT_NASTY_HEAVY, st.lists(st.one_of(st.integers(), st.floats(), TEXT_NASTY_HEAVY), max_size=3)
+)
 # envelopes whose values carry no line break / NUL, so rendering must succeed
-CLEAN_ENVELOPE = st.dictionaries(VALID_KEY, SAFE_VALUE, max_size=8).filter(
-    lambda env: not any(c in repr(env) for c in ('\\n', '\\r', '\\x00')))
+CLEAN_ENVELOPE = st.dictionaries(VALID_KEY, SAFE_VALUE, max_size=8).filter(lambda env: not any(c in repr(env) for c in ('\\n', '\\r', '\\x00')))
 
 
 def _runs_are_even(line, char):
@@ -169,18 +170,41 @@ def test_exec_start_argv_keeps_a_quoted_word_with_a_non_newline_line_separator(c
 # ---------------------------------------------------------------- 2. journal reader
 JSONISH = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXT),
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=3)), max_leaves=10)
-MESSAGE = st.one_of(TEXT_NASTY_HEAVY, st.lists(st.integers(min_value=-300, max_value=300), max_size=40),
-                    st.lists(st.integers(0, 255), max_size=40).map(lambda b: b + [0xff, 0xc3]), JSONISH,
-                    st.just("x" * 3000), st.sampled_from([
-                        'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB',
-                        'Traceback (most recent call last):', 'ValueError: boom', '\x1b[31mRuntimeError: x\x1b[0m',
-                        'Load weight begin.', 'Capture cuda graph begin.', 'The server is fired up and ready to roll!',
-                        'Loading 50%|#####     | 5/10\rLoading 100%|##########| 10/10']))
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=3)),
+    max_leaves=10,
+)
+MESSAGE = st.one_of(
+    TEXT_NASTY_HEAVY,
+    st.lists(st.integers(min_value=-300, max_value=300), max_size=40),
+    st.lists(st.integers(0, 255), max_size=40).map(lambda b: b + [0xFF, 0xC3]),
+    JSONISH,
+    st.just("x" * 3000),
+    st.sampled_from(
+        [
+            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB',
+            'Traceback (most recent call last):',
+            'ValueError: boom',
+            '\x1b[31mRuntimeError: x\x1b[0m',
+            'Load weight begin.',
+            'Capture cuda graph begin.',
+            'The server is fired up and ready to roll!',
+            'Loading 50%|#####     | 5/10\rLoading 100%|##########| 10/10',
+        ]
+    ),
+)
 FIELD = st.one_of(TEXT, st.integers(), st.floats(), st.none(), JSONISH)
-RECORD = st.fixed_dictionaries({}, optional={
-    'MESSAGE': MESSAGE, '__CURSOR': FIELD, '__REALTIME_TIMESTAMP': FIELD, '_PID': FIELD, 'PRIORITY': FIELD,
-    'INVOCATION_ID': FIELD, '_SYSTEMD_INVOCATION_ID': FIELD})
+RECORD = st.fixed_dictionaries(
+    {},
+    optional={
+        'MESSAGE': MESSAGE,
+        '__CURSOR': FIELD,
+        '__REALTIME_TIMESTAMP': FIELD,
+        '_PID': FIELD,
+        'PRIORITY': FIELD,
+        'INVOCATION_ID': FIELD,
+        '_SYSTEMD_INVOCATION_ID': FIELD,
+    },
+)
 
 
 @st.composite
@@ -191,7 +215,7 @@ def journal_output(draw):
             lines.append(draw(st.binary(max_size=60)))
         elif kind == 1:  # truncated last line
             text = json.dumps(record)
-            lines.append(text[:draw(st.integers(0, len(text)))].encode('utf-8'))
+            lines.append(text[: draw(st.integers(0, len(text)))].encode('utf-8'))
         elif kind == 2:
             lines.append(json.dumps(draw(JSONISH)).encode('utf-8'))
         else:
@@ -254,12 +278,15 @@ def test_any_lines_give_a_verdict(lines):
     _check_verdict(lines)
 
 
-@pytest.mark.parametrize('line', [
-    '{"__REALTIME_TIMESTAMP": Infinity, "MESSAGE": "x"}',  # int(inf): OverflowError
-    '{"_PID": -Infinity, "PRIORITY": NaN, "MESSAGE": "x"}',
-    '[' * 100000,  # json.loads: RecursionError
-    '{"MESSAGE": ' + '[' * 5000 + ']' * 5000 + '}',
-])
+@pytest.mark.parametrize(
+    'line',
+    [
+        '{"__REALTIME_TIMESTAMP": Infinity, "MESSAGE": "x"}',  # int(inf): OverflowError
+        '{"_PID": -Infinity, "PRIORITY": NaN, "MESSAGE": "x"}',
+        '[' * 100000,  # json.loads: RecursionError
+        '{"MESSAGE": ' + '[' * 5000 + ']' * 5000 + '}',
+    ],
+)
 def test_journal_garbage_regressions_do_not_crash(line):
     entries, cursor, bad = jr.parse_journal_json(line.encode('ascii') + b'\n{"MESSAGE": "ok", "__CURSOR": "c1"}\n')
     assert entries[-1]['message'] == 'ok' and cursor == 'c1'
@@ -273,9 +300,29 @@ def test_journal_record_with_line_separator_in_message_is_kept():
 
 
 # ---------------------------------------------------------------- 3. unit flags -> sizing
-WORD = st.one_of(TEXT, st.sampled_from(['--context-length', '--mem-fraction-static', '--max-running-requests',
-                                        '--context-length=', '--', 'inf', '-inf', 'nan', '1e400', '-1e400', '0',
-                                        '-5', '1e308', '0x10', '1_000', '4096']))
+WORD = st.one_of(
+    TEXT,
+    st.sampled_from(
+        [
+            '--context-length',
+            '--mem-fraction-static',
+            '--max-running-requests',
+            '--context-length=',
+            '--',
+            'inf',
+            '-inf',
+            'nan',
+            '1e400',
+            '-1e400',
+            '0',
+            '-5',
+            '1e308',
+            '0x10',
+            '1_000',
+            '4096',
+        ]
+    ),
+)
 
 
 @FUZZ

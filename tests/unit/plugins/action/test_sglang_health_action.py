@@ -15,16 +15,30 @@ from ansible_collections.ddtree.sglang.plugins.action import sglang_health as ac
 
 
 def pending(n, phase='loading_weights'):
-    return {'changed': False, 'verdict': 'pending', 'healthy': False, 'phase': phase,
-            'progress': 'sglang-qwen.service: %s, %d s since start (pid 1234), API not answering yet' % (phase, 5 * n),
-            'resume': {'slices': n, 'baseline_restarts': 0, 'first_pid': 1234, 'invocation_id': 'a' * 32}}
+    return {
+        'changed': False,
+        'verdict': 'pending',
+        'healthy': False,
+        'phase': phase,
+        'progress': 'sglang-qwen.service: %s, %d s since start (pid 1234), API not answering yet' % (phase, 5 * n),
+        'resume': {'slices': n, 'baseline_restarts': 0, 'first_pid': 1234, 'invocation_id': 'a' * 32},
+    }
 
 
-FAILED = {'changed': False, 'failed': True, 'verdict': 'failed', 'healthy': False, 'cause': 'mem_pool_too_small',
-          'msg': 'sglang-qwen.service is not healthy [mem_pool_too_small] ...', 'diagnosis': 'memory-pool sizing failed',
-          'advice': 'Raise --mem-fraction-static', 'fatal_lines': ['RuntimeError: Not enough memory.'],
-          'unit_state': {'ActiveState': 'failed'}, 'decided_at': 1795945051.912,
-          'invocation': {'module_args': {'unit': 'sglang-qwen.service', 'slice_s': 5.0, '_resume': {'slices': 2}}}}
+FAILED = {
+    'changed': False,
+    'failed': True,
+    'verdict': 'failed',
+    'healthy': False,
+    'cause': 'mem_pool_too_small',
+    'msg': 'sglang-qwen.service is not healthy [mem_pool_too_small] ...',
+    'diagnosis': 'memory-pool sizing failed',
+    'advice': 'Raise --mem-fraction-static',
+    'fatal_lines': ['RuntimeError: Not enough memory.'],
+    'unit_state': {'ActiveState': 'failed'},
+    'decided_at': 1795945051.912,
+    'invocation': {'module_args': {'unit': 'sglang-qwen.service', 'slice_s': 5.0, '_resume': {'slices': 2}}},
+}
 
 
 def make_action(args, results, check_mode=False):
@@ -41,6 +55,7 @@ def make_action(args, results, check_mode=False):
     def execute_module(module_name=None, module_args=None, task_vars=None, **kwargs):
         calls.append((module_name, dict(module_args)))
         return dict(results.pop(0))
+
     action._execute_module = execute_module
     action._remove_tmp_path = MagicMock()
     return action, calls
@@ -55,9 +70,11 @@ def shown(monkeypatch):
 
 def test_slices_until_the_verdict_with_a_progress_line_each(shown):
     action, calls = make_action({'unit': 'sglang-qwen.service', 'timeout': 900}, [pending(1), pending(2, 'sizing_pools'), FAILED])
-    result = action.run(task_vars={'inventory_hostname': 'ct129'})
-    assert shown == ['[ct129] sglang-qwen.service: loading_weights, 5 s since start (pid 1234), API not answering yet',
-                     '[ct129] sglang-qwen.service: sizing_pools, 10 s since start (pid 1234), API not answering yet']
+    action.run(task_vars={'inventory_hostname': 'ct129'})
+    assert shown == [
+        '[ct129] sglang-qwen.service: loading_weights, 5 s since start (pid 1234), API not answering yet',
+        '[ct129] sglang-qwen.service: sizing_pools, 10 s since start (pid 1234), API not answering yet',
+    ]
     assert [c[0] for c in calls] == ['ddtree.sglang.sglang_health'] * 3
     # default slice for the action, state handed on from slice to slice
     assert calls[0][1] == {'unit': 'sglang-qwen.service', 'timeout': 900, 'slice_s': 5.0}
@@ -106,8 +123,7 @@ def test_resume_cannot_be_set_by_a_task(shown):
 
 
 def test_check_mode_runs_the_same_slices(shown):
-    action, calls = make_action({'unit': 'u.service'}, [pending(1), {'verdict': 'healthy', 'healthy': True, 'changed': False}],
-                                check_mode=True)
+    action, calls = make_action({'unit': 'u.service'}, [pending(1), {'verdict': 'healthy', 'healthy': True, 'changed': False}], check_mode=True)
     result = action.run(task_vars={'inventory_hostname': 'h'})
     assert result['healthy'] is True and len(calls) == 2 and len(shown) == 1
 

@@ -9,26 +9,28 @@ import pytest
 import yaml
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.cuda_overlay import (
-    cuda_overlay_match, version_at_least, version_tuple)
+from ansible_collections.ddtree.sglang.plugins.filter.cuda_overlay import cuda_overlay_match, version_at_least, version_tuple
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 SHA = 'a' * 64
-WHEELS = [{'name': 'torch', 'version': '2.11.0+cu130', 'sha256': SHA},
-          {'name': 'sglang-kernel', 'version': '0.4.10', 'sha256': 'b' * 64}]
+WHEELS = [{'name': 'torch', 'version': '2.11.0+cu130', 'sha256': SHA}, {'name': 'sglang-kernel', 'version': '0.4.10', 'sha256': 'b' * 64}]
 CU130 = {'min_driver_version': '580.65.06', 'min_cuda_version': '13.0', 'simulated': False}
 MATRIX = [
-    {'name': 'h100-h200-cu130', 'match': dict(CU130, compute_caps=['9.0']), 'wheels': WHEELS,
-     'probe_imports': ['torch', 'sgl_kernel']},
+    {'name': 'h100-h200-cu130', 'match': dict(CU130, compute_caps=['9.0']), 'wheels': WHEELS, 'probe_imports': ['torch', 'sgl_kernel']},
     {'name': 'a6000-cu130', 'match': dict(CU130, compute_caps=[8.6]), 'wheels': WHEELS},
     {'name': 'rtxpro6000-cu130', 'match': dict(CU130, compute_caps=['12.0']), 'wheels': WHEELS},
 ]
 
 
 def facts(name, cap, count=1, driver='580.95.05', cuda='13.0', simulated=False):
-    return {'count': count, 'driver_version': driver, 'cuda_version': cuda, 'simulated': simulated,
-            'gpu_classes': [name] if count else [],
-            'gpus': [{'index': i, 'name': name, 'compute_cap': cap, 'memory_total_mib': 1} for i in range(count)]}
+    return {
+        'count': count,
+        'driver_version': driver,
+        'cuda_version': cuda,
+        'simulated': simulated,
+        'gpu_classes': [name] if count else [],
+        'gpus': [{'index': i, 'name': name, 'compute_cap': cap, 'memory_total_mib': 1} for i in range(count)],
+    }
 
 
 # the H200 as nvidia-smi answered on the borrowed machine (docs/dev/real-gpu-check.md)
@@ -38,12 +40,15 @@ RTXPRO = facts('NVIDIA RTX PRO 6000 Blackwell Workstation Edition', '12.0', coun
 H100 = facts('NVIDIA H100 80GB HBM3', '9.0', count=8)
 
 
-@pytest.mark.parametrize('host, entry, cap', [
-    (H200, 'h100-h200-cu130', '9.0'),
-    (H100, 'h100-h200-cu130', '9.0'),
-    (A6000, 'a6000-cu130', '8.6'),
-    (RTXPRO, 'rtxpro6000-cu130', '12.0'),
-])
+@pytest.mark.parametrize(
+    'host, entry, cap',
+    [
+        (H200, 'h100-h200-cu130', '9.0'),
+        (H100, 'h100-h200-cu130', '9.0'),
+        (A6000, 'a6000-cu130', '8.6'),
+        (RTXPRO, 'rtxpro6000-cu130', '12.0'),
+    ],
+)
 def test_each_gpu_class_gets_its_entry(host, entry, cap):
     choice = cuda_overlay_match(host, MATRIX)
     assert choice['matched'] and choice['entry'] == entry and choice['compute_cap'] == cap
@@ -61,10 +66,8 @@ def test_old_driver_is_refused_with_every_reason():
     choice = cuda_overlay_match(old, MATRIX)
     assert not choice['matched'] and choice['entry'] is None and choice['wheels'] == []
     msg = choice['msg']
-    assert msg.startswith('no entry of cuda_overlay_matrix fits this host (driver 535.54.03, CUDA 12.2, '
-                          'compute capability 9.0, NVIDIA H100 80GB HBM3): ')
-    assert ("h100-h200-cu130: driver 535.54.03 < 580.65.06 (min_driver_version), "
-            "CUDA (the driver's highest) 12.2 < 13.0 (min_cuda_version)") in msg
+    assert msg.startswith('no entry of cuda_overlay_matrix fits this host (driver 535.54.03, CUDA 12.2, compute capability 9.0, NVIDIA H100 80GB HBM3): ')
+    assert ("h100-h200-cu130: driver 535.54.03 < 580.65.06 (min_driver_version), CUDA (the driver's highest) 12.2 < 13.0 (min_cuda_version)") in msg
     assert 'a6000-cu130: compute capability 9.0 not in [8.6]' in msg
     assert 'nothing was installed' in msg
 
@@ -109,10 +112,18 @@ def test_first_matching_entry_wins_and_catch_all():
     assert cuda_overlay_match(H200, matrix)['entry'] == 'any'
 
 
-@pytest.mark.parametrize('have, need, ok', [
-    ('580.95.05', '575', True), ('580.159.04', '580.65.06', True), ('580.65.06', '580.65.06', True),
-    ('580.9.1', '580.65.06', False), ('13.0', '13', True), ('12.8', '13.0', False), ('575', '575.0.1', False),
-])
+@pytest.mark.parametrize(
+    'have, need, ok',
+    [
+        ('580.95.05', '575', True),
+        ('580.159.04', '580.65.06', True),
+        ('580.65.06', '580.65.06', True),
+        ('580.9.1', '580.65.06', False),
+        ('13.0', '13', True),
+        ('12.8', '13.0', False),
+        ('575', '575.0.1', False),
+    ],
+)
 def test_numeric_versions(have, need, ok):
     assert version_at_least(version_tuple(have), version_tuple(need)) is ok
 
@@ -122,22 +133,27 @@ def test_unknown_host_versions():
     assert "needs driver 580.65.06 or later, the host's is unknown (None)" in cuda_overlay_match(unknown, MATRIX)['msg']
 
 
-@pytest.mark.parametrize('entry, words', [
-    ({'name': 'x', 'match': {'compute_cap': ['9.0']}, 'wheels': WHEELS}, 'match has unknown keys compute_cap'),
-    ({'name': 'x', 'wheel': WHEELS}, 'unknown keys wheel'),
-    ({'match': {}, 'wheels': WHEELS}, 'has no name'),
-    ({'name': 'x', 'match': {'min_cuda_version': 12.1}, 'wheels': WHEELS}, 'quoted string'),
-    ({'name': 'x', 'match': {'min_driver_version': 'r580'}, 'wheels': WHEELS}, 'not a numeric version'),
-    ({'name': 'x', 'match': {'compute_caps': ['sm_90']}, 'wheels': WHEELS}, 'not a compute capability'),
-    ({'name': 'x', 'match': {'compute_caps': []}, 'wheels': WHEELS}, 'non-empty list'),
-    ({'name': 'x', 'match': {'simulated': 'yes'}, 'wheels': WHEELS}, 'simulated must be true or false'),
-    ({'name': 'x', 'wheels': [{'name': 'torch', 'version': '2.11.0+cu130'}]}, 'has no sha256'),
-    ({'name': 'x', 'wheels': [{'name': 'torch', 'version': '2.11.0', 'sha256': 'REPLACE-with-the-sha256-of-your-wheel'}]},
-     'must be 64 lowercase hex digits'),
-    ({'name': 'x', 'wheels': []}, 'wheels is empty'),
-    ({'name': 'x', 'wheels': WHEELS, 'probe_imports': 'torch'}, 'probe_imports must be a list'),
-    ({'name': 'x', 'wheels': WHEELS, 'expect_cuda': 'no'}, 'expect_cuda must be true or false'),
-])
+@pytest.mark.parametrize(
+    'entry, words',
+    [
+        ({'name': 'x', 'match': {'compute_cap': ['9.0']}, 'wheels': WHEELS}, 'match has unknown keys compute_cap'),
+        ({'name': 'x', 'wheel': WHEELS}, 'unknown keys wheel'),
+        ({'match': {}, 'wheels': WHEELS}, 'has no name'),
+        ({'name': 'x', 'match': {'min_cuda_version': 12.1}, 'wheels': WHEELS}, 'quoted string'),
+        ({'name': 'x', 'match': {'min_driver_version': 'r580'}, 'wheels': WHEELS}, 'not a numeric version'),
+        ({'name': 'x', 'match': {'compute_caps': ['sm_90']}, 'wheels': WHEELS}, 'not a compute capability'),
+        ({'name': 'x', 'match': {'compute_caps': []}, 'wheels': WHEELS}, 'non-empty list'),
+        ({'name': 'x', 'match': {'simulated': 'yes'}, 'wheels': WHEELS}, 'simulated must be true or false'),
+        ({'name': 'x', 'wheels': [{'name': 'torch', 'version': '2.11.0+cu130'}]}, 'has no sha256'),
+        (
+            {'name': 'x', 'wheels': [{'name': 'torch', 'version': '2.11.0', 'sha256': 'REPLACE-with-the-sha256-of-your-wheel'}]},
+            'must be 64 lowercase hex digits',
+        ),
+        ({'name': 'x', 'wheels': []}, 'wheels is empty'),
+        ({'name': 'x', 'wheels': WHEELS, 'probe_imports': 'torch'}, 'probe_imports must be a list'),
+        ({'name': 'x', 'wheels': WHEELS, 'expect_cuda': 'no'}, 'expect_cuda must be true or false'),
+    ],
+)
 def test_malformed_entries_are_refused_whatever_the_host(entry, words):
     with pytest.raises(AnsibleFilterError, match=words):
         cuda_overlay_match(H200, MATRIX + [entry])

@@ -17,17 +17,29 @@ from ansible_collections.ddtree.sglang.plugins.filter.fleet import (
 A = ['a1', 'a2', 'a3', 'a4']
 B = ['b1', 'b2', 'b3']
 GROUPS = {
-    'all': A + B, 'ungrouped': [], 'sglang_servers': A + B,
-    'fleet_a': A, 'fleet_b': B, 'gpu_a6000_tp2': A, 'gpu_rtxpro6000_tp8': B,
-    'lab': A + B, 'lab_light': A + B, 'routers': ['r1'],
+    'all': A + B,
+    'ungrouped': [],
+    'sglang_servers': A + B,
+    'fleet_a': A,
+    'fleet_b': B,
+    'gpu_a6000_tp2': A,
+    'gpu_rtxpro6000_tp8': B,
+    'lab': A + B,
+    'lab_light': A + B,
+    'routers': ['r1'],
 }
 
 
 def test_smallest_group_wins_and_ties_go_by_name():
     assert serving_group('a1', GROUPS, ignore=['lab', 'lab_light']) == 'fleet_a'
     assert serving_group('b2', GROUPS) == 'fleet_b'
-    lab = {'all': ['ct129', 'ct200'], 'sglang_servers': ['ct129', 'ct200'], 'gpu_a6000_tp2': ['ct129'],
-           'gpu_rtxpro6000_tp8': ['ct200'], 'lab': ['ct129', 'ct200']}
+    lab = {
+        'all': ['ct129', 'ct200'],
+        'sglang_servers': ['ct129', 'ct200'],
+        'gpu_a6000_tp2': ['ct129'],
+        'gpu_rtxpro6000_tp8': ['ct200'],
+        'lab': ['ct129', 'ct200'],
+    }
     assert serving_group('ct129', lab) == 'gpu_a6000_tp2'
 
 
@@ -49,13 +61,16 @@ def test_canaries_first_then_batches_per_group():
     assert plan['host_wave']['b3'] == 1
 
 
-@pytest.mark.parametrize('serial, batches', [
-    (1, [['a2'], ['a3'], ['a4']]),
-    ('50%', [['a2', 'a3'], ['a4']]),
-    ('25%', [['a2'], ['a3'], ['a4']]),
-    ('100%', [['a2', 'a3', 'a4']]),
-    ([1, '100%'], [['a2'], ['a3', 'a4']]),
-])
+@pytest.mark.parametrize(
+    'serial, batches',
+    [
+        (1, [['a2'], ['a3'], ['a4']]),
+        ('50%', [['a2', 'a3'], ['a4']]),
+        ('25%', [['a2'], ['a3'], ['a4']]),
+        ('100%', [['a2', 'a3', 'a4']]),
+        ([1, '100%'], [['a2'], ['a3', 'a4']]),
+    ],
+)
 def test_serial_follows_ansible_rules(serial, batches):
     assert upgrade_plan(A, GROUPS, serial=serial)['groups']['fleet_a']['batches'] == batches
 
@@ -139,11 +154,23 @@ def test_release_labels():
 def test_report_orders_counts_and_renders():
     plan = upgrade_plan(A + B, GROUPS, serial=2)
     records = [
-        dict(_record('b1', 'rolled_back', 'cuda_oom_graph_capture'), group='fleet_b', step='canary',
-             before={'id': 'r1', 'sglang': 'sglang-sim 0.1.0'}, after={'id': 'r1', 'sglang': 'sglang-sim 0.1.0'},
-             timings={'deploy_s': 12.34, 'verdict_s': 1.5}, envelope={'tp_size': 8, 'mem_fraction_static': 0.88}),
-        dict(_record('a1', 'upgraded'), group='fleet_a', step='canary',
-             before={'id': 'r1', 'sglang': 'x'}, after={'id': 'r2', 'sglang': 'x'}, timings={'deploy_s': 20}),
+        dict(
+            _record('b1', 'rolled_back', 'cuda_oom_graph_capture'),
+            group='fleet_b',
+            step='canary',
+            before={'id': 'r1', 'sglang': 'sglang-sim 0.1.0'},
+            after={'id': 'r1', 'sglang': 'sglang-sim 0.1.0'},
+            timings={'deploy_s': 12.34, 'verdict_s': 1.5},
+            envelope={'tp_size': 8, 'mem_fraction_static': 0.88},
+        ),
+        dict(
+            _record('a1', 'upgraded'),
+            group='fleet_a',
+            step='canary',
+            before={'id': 'r1', 'sglang': 'x'},
+            after={'id': 'r2', 'sglang': 'x'},
+            timings={'deploy_s': 20},
+        ),
         _record('a2', 'deploying'),
     ]
     report = upgrade_report(records, plan)
@@ -166,20 +193,45 @@ def test_multinode_group_does_not_start_without_a_node():
 
 
 def test_report_shows_the_throughput_gate_numbers():
-    refused = {'outcome': 'refused', 'ratio': 0.962, 'interval': [0.931, 0.994], 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1,
-               'cause': 'gate_refused',
-               'measured': {'output_throughput': 193.4, 'request_throughput': 3.02, 'ttft_p99_ms': 20.5, 'itl_p99_ms': 12.5,
-                            'completed': 24, 'failed': 0, 'e2e_p50_ms': 300.0},
-               'baseline': {'unit_sha256': 'ab', 'measured': {'output_throughput': 201.0}}, 'invocation': {'module_args': {}}}
-    records = [dict(_record('a1', 'rolled_back', 'gate_refused'), gate=refused),
-               dict(_record('a2', 'upgraded'), gate={'outcome': 'baseline', 'ratio': None, 'measured': {'output_throughput': 99.5}}),
-               dict(_record('a3', 'upgraded'), gate={})]
+    refused = {
+        'outcome': 'refused',
+        'ratio': 0.962,
+        'interval': [0.931, 0.994],
+        'reasons': ['below min_ratio 1.1'],
+        'gate_s': 3.1,
+        'cause': 'gate_refused',
+        'measured': {
+            'output_throughput': 193.4,
+            'request_throughput': 3.02,
+            'ttft_p99_ms': 20.5,
+            'itl_p99_ms': 12.5,
+            'completed': 24,
+            'failed': 0,
+            'e2e_p50_ms': 300.0,
+        },
+        'baseline': {'unit_sha256': 'ab', 'measured': {'output_throughput': 201.0}},
+        'invocation': {'module_args': {}},
+    }
+    records = [
+        dict(_record('a1', 'rolled_back', 'gate_refused'), gate=refused),
+        dict(_record('a2', 'upgraded'), gate={'outcome': 'baseline', 'ratio': None, 'measured': {'output_throughput': 99.5}}),
+        dict(_record('a3', 'upgraded'), gate={}),
+    ]
     report = upgrade_report(records)
     assert report['hosts'][0]['gate'] == {
-        'outcome': 'refused', 'ratio': 0.962, 'interval': [0.931, 0.994], 'reasons': ['below min_ratio 1.1'], 'gate_s': 3.1,
+        'outcome': 'refused',
+        'ratio': 0.962,
+        'interval': [0.931, 0.994],
+        'reasons': ['below min_ratio 1.1'],
+        'gate_s': 3.1,
         'output_throughput': 193.4,
-        'request_throughput': 3.02, 'ttft_p99_ms': 20.5, 'itl_p99_ms': 12.5, 'completed': 24, 'failed': 0,
-        'baseline_output_throughput': 201.0}
+        'request_throughput': 3.02,
+        'ttft_p99_ms': 20.5,
+        'itl_p99_ms': 12.5,
+        'completed': 24,
+        'failed': 0,
+        'baseline_output_throughput': 201.0,
+    }
     lines = report['markdown'].splitlines()
     assert lines[0].endswith('| verdict s | tok/s | ratio | gate | diagnosis |')
     assert lines[2].endswith('|  |  | 193.4 | 0.962 (0.931-0.994) | refused | gate_refused: |')
@@ -187,10 +239,13 @@ def test_report_shows_the_throughput_gate_numbers():
     assert lines[4].endswith('|  |  |  |  | - |  |')
 
 
-@pytest.mark.parametrize('secret', [
-    'sk-' + 'x' * 200,      # cut by the cell's width: its first part would survive a scrub of the table
-    'sk-left|right-0123',   # escaped to 'sk-left\\|right' in the table: a scrub of the table would not find it
-])
+@pytest.mark.parametrize(
+    'secret',
+    [
+        'sk-' + 'x' * 200,  # cut by the cell's width: its first part would survive a scrub of the table
+        'sk-left|right-0123',  # escaped to 'sk-left\\|right' in the table: a scrub of the table would not find it
+    ],
+)
 def test_secrets_are_masked_before_a_cell_is_cut_or_escaped(secret):
     record = _record('a1', 'rolled_back', 'api_key_not_enforced')
     record['diagnosis']['diagnosis'] = 'the server answered without the key ' + secret + ' it was given'

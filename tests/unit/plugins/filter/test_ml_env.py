@@ -13,24 +13,25 @@ SHA = 'a' * 64
 
 
 def test_requirements_lines():
-    pins = [{'name': 'sglang', 'version': '0.5.23', 'sha256': SHA},
-            {'name': 'torch', 'version': '2.13.0+cpu', 'sha256': 'b' * 64}]
-    assert ml_env_requirements(pins) == (
-        'sglang===0.5.23 --hash=sha256:%s\ntorch===2.13.0+cpu --hash=sha256:%s\n' % (SHA, 'b' * 64))
+    pins = [{'name': 'sglang', 'version': '0.5.23', 'sha256': SHA}, {'name': 'torch', 'version': '2.13.0+cpu', 'sha256': 'b' * 64}]
+    assert ml_env_requirements(pins) == ('sglang===0.5.23 --hash=sha256:%s\ntorch===2.13.0+cpu --hash=sha256:%s\n' % (SHA, 'b' * 64))
 
 
 def test_empty_list_is_empty_file():
     assert ml_env_requirements([]) == ''
 
 
-@pytest.mark.parametrize('pin, words', [
-    ({'name': 'sglang', 'version': '0.5.23'}, ['ml_env_wheels[0]', 'no sha256', 'ml_env_allow_unpinned']),
-    ({'name': 'sglang', 'version': '0.5.23', 'sha256': 'XYZ'}, ['64 lowercase hex']),
-    ({'name': 'sglang', 'version': '>=0.5', 'sha256': SHA}, ['exact version']),
-    ({'name': 'sglang; rm -rf /', 'version': '1', 'sha256': SHA}, ['distribution name']),
-    ({'name': 'sglang', 'version': '1', 'sha256': SHA, 'url': 'x'}, ['unknown keys url']),
-    ('sglang==0.5.23', ['must be a dict']),
-])
+@pytest.mark.parametrize(
+    'pin, words',
+    [
+        ({'name': 'sglang', 'version': '0.5.23'}, ['ml_env_wheels[0]', 'no sha256', 'ml_env_allow_unpinned']),
+        ({'name': 'sglang', 'version': '0.5.23', 'sha256': 'XYZ'}, ['64 lowercase hex']),
+        ({'name': 'sglang', 'version': '>=0.5', 'sha256': SHA}, ['exact version']),
+        ({'name': 'sglang; rm -rf /', 'version': '1', 'sha256': SHA}, ['distribution name']),
+        ({'name': 'sglang', 'version': '1', 'sha256': SHA, 'url': 'x'}, ['unknown keys url']),
+        ('sglang==0.5.23', ['must be a dict']),
+    ],
+)
 def test_bad_pins_are_named(pin, words):
     with pytest.raises(AnsibleFilterError) as err:
         ml_env_requirements([pin], 'ml_env_wheels')
@@ -39,8 +40,7 @@ def test_bad_pins_are_named(pin, words):
 
 
 def test_duplicate_names_refused_across_spellings():
-    pins = [{'name': 'typing_extensions', 'version': '1', 'sha256': SHA},
-            {'name': 'typing-extensions', 'version': '2', 'sha256': SHA}]
+    pins = [{'name': 'typing_extensions', 'version': '1', 'sha256': SHA}, {'name': 'typing-extensions', 'version': '2', 'sha256': SHA}]
     assert any('second time' in p for p in pin_problems(pins))
 
 
@@ -54,10 +54,8 @@ def test_not_a_list():
 
 
 def test_release_id_stable_and_sensitive():
-    inputs = {'python': '3.11.2 x86_64', 'wheels': [{'name': 'a', 'version': '1', 'sha256': SHA}],
-              'sglang': {'patches': [{'path': 'p', 'sha256': SHA}]}}
-    reordered = {'sglang': {'patches': [{'sha256': SHA, 'path': 'p'}]}, 'wheels': inputs['wheels'],
-                 'python': '3.11.2 x86_64'}
+    inputs = {'python': '3.11.2 x86_64', 'wheels': [{'name': 'a', 'version': '1', 'sha256': SHA}], 'sglang': {'patches': [{'path': 'p', 'sha256': SHA}]}}
+    reordered = {'sglang': {'patches': [{'sha256': SHA, 'path': 'p'}]}, 'wheels': inputs['wheels'], 'python': '3.11.2 x86_64'}
     assert ml_env_release_id(inputs) == ml_env_release_id(reordered)
     assert len(ml_env_release_id(inputs)) == 16
     changed = dict(inputs, sglang={'patches': [{'path': 'p', 'sha256': 'c' * 64}]})
@@ -82,5 +80,6 @@ def test_an_unpinned_wheel_names_the_switch_of_the_role_that_pins_it():
     # the router's and the overlay's pins have switches of their own: the error must name the one the user sets
     with pytest.raises(AnsibleFilterError) as refused:
         ml_env_requirements([{'name': 'sglang-router', 'version': '0.3.2'}], 'sglang_router_wheels', 'false', 'sglang_router_allow_unpinned')
-    assert str(refused.value) == ('sglang_router_wheels[0] (sglang-router) has no sha256: every artifact must be pinned '
-                                  '(sglang_router_allow_unpinned: true accepts unpinned ones)')
+    assert str(refused.value) == (
+        'sglang_router_wheels[0] (sglang-router) has no sha256: every artifact must be pinned (sglang_router_allow_unpinned: true accepts unpinned ones)'
+    )

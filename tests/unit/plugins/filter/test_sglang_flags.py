@@ -22,12 +22,17 @@ def test_field_notes_envelope_renders_in_order():
         "speculative_algorithm": "DDTREE",
     }
     assert sglang_argv(envelope) == [
-        "--model-path", "/root/models/Qwen3.6-27B",
-        "--tp-size", "2",
-        "--mem-fraction-static", "0.85",
-        "--context-length", "32768",
+        "--model-path",
+        "/root/models/Qwen3.6-27B",
+        "--tp-size",
+        "2",
+        "--mem-fraction-static",
+        "0.85",
+        "--context-length",
+        "32768",
         "--disable-cuda-graph",
-        "--speculative-algorithm", "DDTREE",
+        "--speculative-algorithm",
+        "DDTREE",
     ]
 
 

@@ -25,26 +25,29 @@ def test_good_pins_have_no_problems():
 
 
 def test_unset_pin_says_what_to_give():
-    assert sglang_install_pin_problems({}, 'sglang_install_wheel') == [
-        'sglang_install_wheel is not set: give a pin {name, version, sha256}']
+    assert sglang_install_pin_problems({}, 'sglang_install_wheel') == ['sglang_install_wheel is not set: give a pin {name, version, sha256}']
 
 
 def test_missing_sha256_refused_unless_unpinned_allowed():
     pin = {'name': 'sglang', 'version': '0.5.23'}
     problems = sglang_install_pin_problems(pin, 'sglang_install_wheel')
-    assert problems == ['sglang_install_wheel (sglang) has no sha256: every artifact must be pinned '
-                        '(sglang_install_allow_unpinned: true accepts unpinned ones)']
+    assert problems == [
+        'sglang_install_wheel (sglang) has no sha256: every artifact must be pinned (sglang_install_allow_unpinned: true accepts unpinned ones)'
+    ]
     assert sglang_install_pin_problems(pin, 'sglang_install_wheel', allow_unpinned=True) == []
 
 
-@pytest.mark.parametrize('pin, fragment', [
-    (dict(WHEEL, sha256='A' * 64), 'sha256 must be 64 lowercase hex digits'),
-    (dict(WHEEL, sha256='a' * 63), 'sha256 must be 64 lowercase hex digits'),
-    (dict(WHEEL, version='>=0.5'), 'version must be an exact version string'),
-    (dict(WHEEL, version='0.5.23 --index-url x'), 'version must be an exact version string'),
-    (dict(WHEEL, name='sglang; os_name'), 'name must be a distribution name'),
-    (dict(WHEEL, url='x'), 'unknown keys url (allowed: name, version, sha256)'),
-])
+@pytest.mark.parametrize(
+    'pin, fragment',
+    [
+        (dict(WHEEL, sha256='A' * 64), 'sha256 must be 64 lowercase hex digits'),
+        (dict(WHEEL, sha256='a' * 63), 'sha256 must be 64 lowercase hex digits'),
+        (dict(WHEEL, version='>=0.5'), 'version must be an exact version string'),
+        (dict(WHEEL, version='0.5.23 --index-url x'), 'version must be an exact version string'),
+        (dict(WHEEL, name='sglang; os_name'), 'name must be a distribution name'),
+        (dict(WHEEL, url='x'), 'unknown keys url (allowed: name, version, sha256)'),
+    ],
+)
 def test_bad_wheel_pins_name_the_entry(pin, fragment):
     problems = sglang_install_pin_problems([pin], 'sglang_install_build_wheels')
     assert len(problems) == 1
@@ -52,8 +55,7 @@ def test_bad_wheel_pins_name_the_entry(pin, fragment):
 
 
 def test_patch_pins():
-    problems = sglang_install_pin_problems([PATCH, PATCH, {'path': '', 'sha256': SHA}, 'x'],
-                                           'sglang_install_patches', 'patch')
+    problems = sglang_install_pin_problems([PATCH, PATCH, {'path': '', 'sha256': SHA}, 'x'], 'sglang_install_patches', 'patch')
     assert problems == [
         'sglang_install_patches[1] lists lab/patches/sglang-0.5.23/0001-x.patch a second time',
         "sglang_install_patches[2].path must be the path of a patch file on the controller, got ''",
@@ -69,7 +71,8 @@ def test_a_name_twice_is_a_problem():
 
 def test_not_a_pin_at_all():
     assert sglang_install_pin_problems('sglang==0.5.23', 'sglang_install_wheel') == [
-        'sglang_install_wheel must be a {name, version, sha256} pin or a list of them, got str']
+        'sglang_install_wheel must be a {name, version, sha256} pin or a list of them, got str'
+    ]
     with pytest.raises(AnsibleFilterError):
         sglang_install_pin_problems([], kind='bundle')
 
@@ -77,8 +80,7 @@ def test_not_a_pin_at_all():
 def test_requirements_are_exact_string_pins():
     # == would let 0.5.23 match the 0.5.23+ddtree.1 wheel beside it in the wheelhouse
     assert sglang_install_requirements(WHEEL) == 'sglang===0.5.23 --hash=sha256:%s\n' % SHA
-    two = sglang_install_requirements([dict(WHEEL, name='setuptools', version='84.2.1'),
-                                       {'name': 'x', 'version': '1.0'}])
+    two = sglang_install_requirements([dict(WHEEL, name='setuptools', version='84.2.1'), {'name': 'x', 'version': '1.0'}])
     assert two == 'setuptools===84.2.1 --hash=sha256:%s\nx===1.0\n' % SHA
     assert sglang_install_requirements([]) == ''
 
@@ -108,5 +110,4 @@ def test_series_refuses_what_is_not_a_stat_loop():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {
-        'sglang_install_pin_problems', 'sglang_install_requirements', 'sglang_install_series'}
+    assert set(FilterModule().filters()) == {'sglang_install_pin_problems', 'sglang_install_requirements', 'sglang_install_series'}

@@ -50,37 +50,42 @@ def fixture_draft():
 
 
 CT129_GPUS = {"name": "NVIDIA RTX A6000", "count": 2, "memory_total_mib": 49140, "compute_cap": "8.6"}
-CT200_GPUS = {"name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "count": 8,
-              "memory_total_mib": 97887, "compute_cap": "12.0"}
-DDTREE = {"speculative_algorithm": "DDTREE", "speculative_draft_model_path": "/root/models/Qwen3.6-27B-DFlash",
-          "speculative_ddtree_budget": 16}
+CT200_GPUS = {"name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "count": 8, "memory_total_mib": 97887, "compute_cap": "12.0"}
+DDTREE = {"speculative_algorithm": "DDTREE", "speculative_draft_model_path": "/root/models/Qwen3.6-27B-DFlash", "speculative_ddtree_budget": 16}
 
 TINY = {
-    "num_hidden_layers": 8, "full_attention_interval": 4,        # layers 3 and 7 full, 6 linear
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128,
-    "linear_num_key_heads": 2, "linear_num_value_heads": 4,
-    "linear_key_head_dim": 64, "linear_value_head_dim": 64, "linear_conv_kernel_dim": 4,
-    "torch_dtype": "bfloat16", "num_parameters": 2 ** 30, "max_position_embeddings": 65536,
+    "num_hidden_layers": 8,
+    "full_attention_interval": 4,  # layers 3 and 7 full, 6 linear
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 64,
+    "linear_value_head_dim": 64,
+    "linear_conv_kernel_dim": 4,
+    "torch_dtype": "bfloat16",
+    "num_parameters": 2**30,
+    "max_position_embeddings": 65536,
 }
 
 
 def test_hand_worked_tiny_hybrid_model():
     envelope = {"tp_size": 1, "mem_fraction_static": 0.8, "context_length": 8192, "mamba_full_memory_ratio": 1.0}
-    gpu = {"count": 1, "gpus": [{"index": 0, "memory_total_mib": 10240}]}   # gpu_facts shape, 10 GiB
+    gpu = {"count": 1, "gpus": [{"index": 0, "memory_total_mib": 10240}]}  # gpu_facts shape, 10 GiB
     plan = sglang_memory_plan(envelope, TINY, gpu, cuda_context_gib=1.0, reserve_gib=0.5)
 
-    before_load = 10 * GIB - 1 * GIB                       # 9663676416: no NCCL at TP 1
-    static = int(before_load * 0.8)                        # 7730941132 (7.2 GiB)
-    weights = 2 ** 30 * 2                                  # 1 Gi parameters x bf16 = 2147483648
-    rest = static - weights                                # 5583457484
-    cell = 2 * (128 + 128) * 2 * 2                         # kv heads x (k + v dim) x 2 full layers x 2 B = 2048
-    conv = (2 * 2 * 64 + 4 * 64) * (4 - 1) * 2             # conv_dim 512 x (kernel - 1) x bf16 = 3072
-    temporal = 4 * 64 * 64 * 4                             # v heads x k dim x v dim x fp32 = 65536
-    state = (conv + temporal) * 6                          # 6 linear layers = 411648
-    slots = int(rest * 1.0 / (1 + 1.0)) // state           # ratio 1: half the rest -> 6781 slots
-    tokens = (rest - slots * state) // cell                # 2792072396 // 2048 = 1363316
-    assert (before_load, static, rest, cell, state, slots, tokens) == (
-        9663676416, 7730941132, 5583457484, 2048, 411648, 6781, 1363316)
+    before_load = 10 * GIB - 1 * GIB  # 9663676416: no NCCL at TP 1
+    static = int(before_load * 0.8)  # 7730941132 (7.2 GiB)
+    weights = 2**30 * 2  # 1 Gi parameters x bf16 = 2147483648
+    rest = static - weights  # 5583457484
+    cell = 2 * (128 + 128) * 2 * 2  # kv heads x (k + v dim) x 2 full layers x 2 B = 2048
+    conv = (2 * 2 * 64 + 4 * 64) * (4 - 1) * 2  # conv_dim 512 x (kernel - 1) x bf16 = 3072
+    temporal = 4 * 64 * 64 * 4  # v heads x k dim x v dim x fp32 = 65536
+    state = (conv + temporal) * 6  # 6 linear layers = 411648
+    slots = int(rest * 1.0 / (1 + 1.0)) // state  # ratio 1: half the rest -> 6781 slots
+    tokens = (rest - slots * state) // cell  # 2792072396 // 2048 = 1363316
+    assert (before_load, static, rest, cell, state, slots, tokens) == (9663676416, 7730941132, 5583457484, 2048, 411648, 6781, 1363316)
 
     assert plan["available_before_load_bytes"] == before_load
     assert plan["static_budget_bytes"] == static
@@ -103,8 +108,7 @@ def test_hand_worked_tiny_hybrid_model():
 
 @needs_lab
 def test_hand_worked_per_token_and_per_request_sizes_of_qwen36(target, draft):
-    plan2 = sglang_memory_plan(dict(DDTREE, tp_size=2, max_running_requests=4, context_length=32768,
-                                    mem_fraction_static=0.85), target, CT129_GPUS, draft)
+    plan2 = sglang_memory_plan(dict(DDTREE, tp_size=2, max_running_requests=4, context_length=32768, mem_fraction_static=0.85), target, CT129_GPUS, draft)
     # TP 2: conv (2*16*128 + 32*128)/2 = 4096 ch x 3 x 2 B = 24576; ssm 32/2 x 128 x 128 x 4 B = 1048576
     assert plan2["state_bytes_per_request"] == (24576 + 1048576) * 48 == 51511296
     # KV: 16 full layers x 4/2 heads x (256 + 256) x 2 B = 32768; DFlash 5 x 8/2 x (128 + 128) x 2 B = 10240
@@ -127,7 +131,7 @@ def test_ct129_production_envelope_does_not_fit(target, draft):
     envelope = dict(DDTREE, tp_size=2, mem_fraction_static=0.88, context_length=131072)
     plan = sglang_memory_plan(envelope, target, CT129_GPUS, draft)
     assert not plan["fits"]
-    assert plan["max_running_requests"] == 48          # SGLang's default with speculative decoding
+    assert plan["max_running_requests"] == 48  # SGLang's default with speculative decoding
     # 48 requests x 16 draft tokens of intermediate state alone (36.84 GiB) exceed the 16.30 GiB left
     assert plan["spec_state_bytes"] == 51511296 * 48 * 16
     assert plan["gib"]["rest_after_weights"] == 16.3
@@ -139,15 +143,23 @@ def test_ct129_production_envelope_does_not_fit(target, draft):
 @needs_lab
 def test_ct129_fourth_attempt_fits(target, draft):
     """Field notes attempt 4: 0.85, context 32768, 4 running, ratio 0.5, extra_buffer -> healthy."""
-    envelope = dict(DDTREE, tp_size=2, mem_fraction_static=0.85, context_length=32768, max_running_requests=4,
-                    disable_cuda_graph=True, mamba_full_memory_ratio=0.5, mamba_scheduler_strategy="extra_buffer")
+    envelope = dict(
+        DDTREE,
+        tp_size=2,
+        mem_fraction_static=0.85,
+        context_length=32768,
+        max_running_requests=4,
+        disable_cuda_graph=True,
+        mamba_full_memory_ratio=0.5,
+        mamba_scheduler_strategy="extra_buffer",
+    )
     plan = sglang_memory_plan(envelope, target, CT129_GPUS, draft)
     assert plan["fits"], plan["reasons"]
     assert plan["warnings"] == []
     assert plan["max_running_requests_effective"] == 4
     assert plan["state_pool_slots"] == 82
     assert plan["max_total_num_tokens"] == 196815
-    assert plan["full_context_requests"] == 6       # 196815 // 32768
+    assert plan["full_context_requests"] == 6  # 196815 // 32768
     assert plan["gib"]["headroom"] > 0
 
 
@@ -204,7 +216,7 @@ def test_recommend_ct200_production_fraction(target, draft):
 
 
 def test_recommend_reports_when_nothing_fits():
-    gpu = {"count": 1, "memory_total_mib": 2048}       # 2 GiB cannot hold 2 GiB of weights
+    gpu = {"count": 1, "memory_total_mib": 2048}  # 2 GiB cannot hold 2 GiB of weights
     rec = sglang_memory_recommend({"tp_size": 1}, TINY, gpu, mem_fraction_static=0.9)
     assert not rec["fits"] and rec["envelope"] is None
     assert "Not enough memory" in rec["plan"]["reasons"][0]
@@ -218,12 +230,15 @@ def test_weights_bytes_option_replaces_num_parameters():
     assert plan["target_weights_bytes"] == 3 * GIB
 
 
-@pytest.mark.parametrize("args, match", [
-    ((["--tp-size"], TINY, {"memory_total_mib": 1}), "envelope must be a dict"),
-    (({"mem_fraction_static": 1.5}, TINY, {"memory_total_mib": 1}), r"in \(0, 1\)"),
-    (({}, TINY, {"name": "x"}), "memory_total_mib"),
-    (({"tp_size": 3}, TINY, {"memory_total_mib": 10240, "count": 4}), "not divisible by tp_size=3"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((["--tp-size"], TINY, {"memory_total_mib": 1}), "envelope must be a dict"),
+        (({"mem_fraction_static": 1.5}, TINY, {"memory_total_mib": 1}), r"in \(0, 1\)"),
+        (({}, TINY, {"name": "x"}), "memory_total_mib"),
+        (({"tp_size": 3}, TINY, {"memory_total_mib": 10240, "count": 4}), "not divisible by tp_size=3"),
+    ],
+)
 def test_bad_inputs_are_refused(args, match):
     with pytest.raises(AnsibleFilterError, match=match):
         sglang_memory_plan(*args)
@@ -242,13 +257,12 @@ def test_filters_are_registered():
 def test_recommend_tries_fractions_in_order(target, draft):
     """At 0.95 nothing fits however short the context (the reserve outside the pool); 0.9 does."""
     envelope = dict(DDTREE, tp_size=2, context_length=32768, max_running_requests=4, mem_fraction_static=0.95)
-    rec = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[0.95, 0.9, 0.88],
-                                  min_running_requests=4)
+    rec = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[0.95, 0.9, 0.88], min_running_requests=4)
     assert rec["fits"] and rec["fractions_tried"] == [0.95, 0.9]
     assert (rec["mem_fraction_static"], rec["context_length"], rec["max_running_requests"]) == (0.9, 32768, 4)
     nothing = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[0.97, 0.96])
     assert not nothing["fits"] and nothing["fractions_tried"] == [0.97, 0.96]
-    assert nothing["mem_fraction_static"] == 0.97        # the plan that shows why is the first fraction's
+    assert nothing["mem_fraction_static"] == 0.97  # the plan that shows why is the first fraction's
     with pytest.raises(AnsibleFilterError, match="empty list"):
         sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=[])
 
@@ -278,8 +292,7 @@ def test_field_notes_ladder_on_ct129(target, draft):
         # the role's patch: combine, then a null drops the flag
         envelope = {k: v for k, v in dict(base, **rung["envelope"]).items() if v is not None}
         plans[rung["name"]] = sglang_memory_plan(envelope, target, CT129_GPUS, draft)
-    assert [plans[n]["fits"] for n in ("production", "attempt-2", "attempt-3", "graphs", "balanced")] == [
-        False, False, False, True, True]
+    assert [plans[n]["fits"] for n in ("production", "attempt-2", "attempt-3", "graphs", "balanced")] == [False, False, False, True, True]
     assert "Not enough memory" in plans["production"]["reasons"][0]
     assert plans["production"]["max_running_requests"] == 48
     assert all("reserve" in plans[n]["reasons"][0] for n in ("attempt-2", "attempt-3"))
@@ -288,8 +301,7 @@ def test_field_notes_ladder_on_ct129(target, draft):
 
 # The summary's text as the role's former Jinja (__sglang_service_memory_summary in vars/main.yml)
 # rendered it on localhost for the same plans, recommendations and envelopes.
-JINJA_SUMMARIES = json.loads(
-    (pathlib.Path(__file__).parent / "fixtures" / "jinja_reports.json").read_text())["memory_summary"]
+JINJA_SUMMARIES = json.loads((pathlib.Path(__file__).parent / "fixtures" / "jinja_reports.json").read_text())["memory_summary"]
 
 
 @pytest.mark.parametrize("case", JINJA_SUMMARIES, ids=[f"case{i}" for i in range(len(JINJA_SUMMARIES))])
@@ -302,17 +314,21 @@ def test_summary_of_a_plan_with_an_error():
 
 
 def test_summary_of_the_hand_worked_plan():
-    plan = sglang_memory_plan({"tp_size": 1, "mem_fraction_static": 0.8, "context_length": 8192,
-                               "mamba_full_memory_ratio": 1.0},
-                              TINY, {"count": 1, "gpus": [{"index": 0, "memory_total_mib": 10240}]},
-                              cuda_context_gib=1.0, reserve_gib=0.5)
+    plan = sglang_memory_plan(
+        {"tp_size": 1, "mem_fraction_static": 0.8, "context_length": 8192, "mamba_full_memory_ratio": 1.0},
+        TINY,
+        {"count": 1, "gpus": [{"index": 0, "memory_total_mib": 10240}]},
+        cuda_context_gib=1.0,
+        reserve_gib=0.5,
+    )
     assert sglang_memory_summary(plan, {}, {}) == (
         "Per GPU (10.0 GiB, tp_size 1): static pool 7.2 GiB (mem_fraction_static 0.8 of the 9.0 GiB left by the "
         "CUDA context and NCCL); weights 2.0 GiB leave 5.2 GiB; KV cache 2048 bytes per token (2048 model + 0 "
         "drafter); recurrent state 0.4 MiB per running request; state pool 6781 slots (2.6 GiB); KV pool 1363316 "
         "tokens (2.6 GiB) = 166 requests at context_length 8192, 2260 running (max_running_requests unset); "
         "outside the pool 1.8 GiB for the drafter's 0.0 GiB and the 0.5 GiB reserve (activations, CUDA graphs): "
-        "headroom 1.3 GiB.")
+        "headroom 1.3 GiB."
+    )
 
 
 def test_summary_rejects_a_non_plan():
@@ -331,14 +347,22 @@ def test_recommend_keeps_the_operators_context_on_one_h200(target, draft):
     plan = sglang_memory_plan(envelope, target, H200, draft)
     assert not plan["fits"] and plan["max_running_requests"] == 48
     rec = sglang_memory_recommend(envelope, target, H200, draft, mem_fraction_static=[0.85, 0.8, 0.75, 0.7])
-    assert (rec["fits"], rec["kept_context"], rec["context_length"], rec["max_running_requests"],
-            rec["mem_fraction_static"], rec["fractions_tried"], rec["tried"]) == (
-        True, True, 65536, 7, 0.85, [0.85], [])
+    assert (
+        rec["fits"],
+        rec["kept_context"],
+        rec["context_length"],
+        rec["max_running_requests"],
+        rec["mem_fraction_static"],
+        rec["fractions_tried"],
+        rec["tried"],
+    ) == (True, True, 65536, 7, 0.85, [0.85], [])
     eight = sglang_memory_plan(dict(envelope, max_running_requests=8), target, H200, draft)
-    assert not eight["fits"] or eight["max_total_num_tokens"] < 65536 * 8    # 7 is the most, not just some
+    assert not eight["fits"] or eight["max_total_num_tokens"] < 65536 * 8  # 7 is the most, not just some
     text = sglang_memory_summary(plan, rec, envelope)
-    assert text.endswith(" At context_length 65536 as set, 7 running requests fit at mem_fraction_static 0.85 "
-                         "(--mem-fraction-static 0.85 --context-length 65536 --max-running-requests 7).")
+    assert text.endswith(
+        " At context_length 65536 as set, 7 running requests fit at mem_fraction_static 0.85 "
+        "(--mem-fraction-static 0.85 --context-length 65536 --max-running-requests 7)."
+    )
     assert "Largest that fits" not in text
 
 
@@ -349,7 +373,13 @@ def test_recommend_proposes_a_shorter_context_only_when_not_one_request_fits(tar
     envelope = dict(DDTREE, tp_size=2, mem_fraction_static=0.85, context_length=262144, mamba_full_memory_ratio=0.5)
     rec = sglang_memory_recommend(envelope, target, CT129_GPUS, draft, mem_fraction_static=0.85, min_running_requests=4)
     assert (rec["fits"], rec["kept_context"], rec["context_length"], rec["max_running_requests"], rec["tried"]) == (
-        True, False, 32768, 5, [262144, 131072, 65536])
+        True,
+        False,
+        32768,
+        5,
+        [262144, 131072, 65536],
+    )
     text = sglang_memory_summary(sglang_memory_plan(envelope, target, CT129_GPUS, draft), rec, envelope)
-    assert " Not one request fits at context_length 262144. Largest that fits: context_length 32768 x " \
-           "max_running_requests 5 at mem_fraction_static 0.85" in text
+    assert (
+        " Not one request fits at context_length 262144. Largest that fits: context_length 32768 x max_running_requests 5 at mem_fraction_static 0.85" in text
+    )

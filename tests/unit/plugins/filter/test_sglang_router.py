@@ -27,17 +27,23 @@ HOSTVARS = {
 
 def test_worker_urls_follow_the_host_variables_in_inventory_order():
     assert sglang_router_worker_urls(['gpu_a6000_tp2', 'sglang_servers'], GROUPS, HOSTVARS) == [
-        'http://ddtree-lab-a:30000', 'http://10.88.0.7:31000', 'http://c.example:30000']
+        'http://ddtree-lab-a:30000',
+        'http://10.88.0.7:31000',
+        'http://c.example:30000',
+    ]
 
 
 def test_inventory_name_when_nothing_else_is_known():
     assert sglang_router_worker_urls(['g'], {'g': ['bare']}, {'bare': {}}) == ['http://bare:30000']
 
 
-@pytest.mark.parametrize('fronts, words', [
-    ('sglang_servers', ['list of group names']),
-    (['nope'], ["'nope'", 'no group']),
-])
+@pytest.mark.parametrize(
+    'fronts, words',
+    [
+        ('sglang_servers', ['list of group names']),
+        (['nope'], ["'nope'", 'no group']),
+    ],
+)
 def test_bad_fronts_are_named(fronts, words):
     with pytest.raises(AnsibleFilterError) as err:
         sglang_router_worker_urls(fronts, GROUPS, HOSTVARS)
@@ -61,52 +67,65 @@ def test_local_url_is_loopback_unless_bound_to_one_address():
 
 
 # --- where pip takes the router's wheels from -------------------------------------------------
-@pytest.mark.parametrize('find_links, index_url', [
-    ('/var/cache/ddtree-lab/wheelhouse', ''),
-    ('https://wheels.example/router/', ''),
-    ('', 'http://10.0.0.5:8080/simple'),
-    ('', 'https://pypi.internal.example/simple/'),
-])
+@pytest.mark.parametrize(
+    'find_links, index_url',
+    [
+        ('/var/cache/ddtree-lab/wheelhouse', ''),
+        ('https://wheels.example/router/', ''),
+        ('', 'http://10.0.0.5:8080/simple'),
+        ('', 'https://pypi.internal.example/simple/'),
+    ],
+)
 def test_one_wheel_source_without_whitespace_passes(find_links, index_url):
     assert sglang_router_pip_source_problems(find_links, index_url) == []
 
 
-@pytest.mark.parametrize('find_links', [
-    '/srv/wheels --trusted-host evil.example',
-    '/srv/wheels\n',
-    '/srv/wheels\t--pre',
-    '/srv/wheels\r',
-    '/srv/wheels\x00',
-    '/srv/whe\u00a0els',
-    ' /srv/wheels',
-])
+@pytest.mark.parametrize(
+    'find_links',
+    [
+        '/srv/wheels --trusted-host evil.example',
+        '/srv/wheels\n',
+        '/srv/wheels\t--pre',
+        '/srv/wheels\r',
+        '/srv/wheels\x00',
+        '/srv/whe\u00a0els',
+        ' /srv/wheels',
+    ],
+)
 def test_whitespace_in_the_wheel_directory_is_refused(find_links):
     assert sglang_router_pip_source_problems(find_links, '') == [
         'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
         'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
-        'got %s.' % json.dumps(find_links)]
+        'got %s.' % json.dumps(find_links)
+    ]
 
 
-@pytest.mark.parametrize('index_url', [
-    'http://10.0.0.5:8080/simple --extra-index-url https://pypi.org/simple',
-    'http://10.0.0.5:8080/simple\n',
-    'https://pypi.internal.example/simple\t',
-])
+@pytest.mark.parametrize(
+    'index_url',
+    [
+        'http://10.0.0.5:8080/simple --extra-index-url https://pypi.org/simple',
+        'http://10.0.0.5:8080/simple\n',
+        'https://pypi.internal.example/simple\t',
+    ],
+)
 def test_whitespace_in_the_index_is_refused(index_url):
     assert sglang_router_pip_source_problems('', index_url) == [
         'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
-        'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.'
-        % json.dumps(index_url)]
+        'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.' % json.dumps(index_url)
+    ]
 
 
-@pytest.mark.parametrize('find_links, index_url, variable', [
-    ('srv/wheels', '', 'sglang_router_pip_find_links'),
-    ('--trusted-host=evil.example', '', 'sglang_router_pip_find_links'),
-    ('', 'local-index/simple', 'sglang_router_pip_index_url'),
-    ('', 'file:///srv/index', 'sglang_router_pip_index_url'),
-])
+@pytest.mark.parametrize(
+    'find_links, index_url, variable',
+    [
+        ('srv/wheels', '', 'sglang_router_pip_find_links'),
+        ('--trusted-host=evil.example', '', 'sglang_router_pip_find_links'),
+        ('', 'local-index/simple', 'sglang_router_pip_index_url'),
+        ('', 'file:///srv/index', 'sglang_router_pip_index_url'),
+    ],
+)
 def test_a_source_of_another_kind_is_refused(find_links, index_url, variable):
-    problem, = sglang_router_pip_source_problems(find_links, index_url)
+    (problem,) = sglang_router_pip_source_problems(find_links, index_url)
     assert problem.startswith(variable + ' must be')
 
 
@@ -115,9 +134,11 @@ def test_exactly_one_source(find_links, index_url):
     assert sglang_router_pip_source_problems(find_links, index_url) == [
         'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
         'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
-        'sglang_router_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))]
+        'sglang_router_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))
+    ]
 
 
 def test_sources_that_are_not_strings_are_refused():
     assert sglang_router_pip_source_problems(['/srv/wheels'], '') == [
-        'sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got ["/srv/wheels"] and "".']
+        'sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got ["/srv/wheels"] and "".'
+    ]

@@ -12,13 +12,16 @@ import pytest
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import parse_env_file, read_env_value
 
 
-@pytest.mark.parametrize('text, expected', [
-    ("A=1\nB='two words'\n", {'A': '1', 'B': 'two words'}),
-    ('# comment\n; comment\n\nC = "x\\"y"\n', {'C': 'x"y'}),
-    ("K='first'\nK='second'\n", {'K': 'second'}),
-    ("no assignment\nD=\n", {'D': ''}),
-    ("E='a=b'\n", {'E': 'a=b'}),
-])
+@pytest.mark.parametrize(
+    'text, expected',
+    [
+        ("A=1\nB='two words'\n", {'A': '1', 'B': 'two words'}),
+        ('# comment\n; comment\n\nC = "x\\"y"\n', {'C': 'x"y'}),
+        ("K='first'\nK='second'\n", {'K': 'second'}),
+        ("no assignment\nD=\n", {'D': ''}),
+        ("E='a=b'\n", {'E': 'a=b'}),
+    ],
+)
 def test_parse_env_file(text, expected):
     assert parse_env_file(text) == expected
 

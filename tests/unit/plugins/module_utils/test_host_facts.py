@@ -10,8 +10,10 @@ import pwd
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import host_facts
 
-CSV = ('0, NVIDIA RTX A6000, GPU-bd272f1a-08c5-5163-af85-026ab8815bae, 49140, 580.95.05, 8.6\n'
-       '1, NVIDIA RTX A6000, GPU-82a5e7c3-d04a-5cb1-aab2-0bc0efa8622e, 49140, 580.95.05, 8.6\n')
+CSV = (
+    '0, NVIDIA RTX A6000, GPU-bd272f1a-08c5-5163-af85-026ab8815bae, 49140, 580.95.05, 8.6\n'
+    '1, NVIDIA RTX A6000, GPU-82a5e7c3-d04a-5cb1-aab2-0bc0efa8622e, 49140, 580.95.05, 8.6\n'
+)
 Q = 'Driver Version : 580.95.05\nCUDA Version : 13.0\nSimulation : SIMULATED\n'
 
 
@@ -21,9 +23,10 @@ def runner(answers):
     def run(argv):
         calls.append(argv)
         for prefix, answer in answers:
-            if argv[:len(prefix)] == prefix:
+            if argv[: len(prefix)] == prefix:
                 return answer
         raise AssertionError('unexpected command %r' % (argv,))
+
     run.calls = calls
     return run
 
@@ -34,9 +37,15 @@ def test_gpus_as_gpu_facts_returns_them():
     assert error is None
     assert facts['count'] == 2 and facts['gpu_classes'] == ['NVIDIA RTX A6000']
     assert facts['driver_version'] == '580.95.05' and facts['cuda_version'] == '13.0' and facts['simulated'] is True
-    assert facts['gpus'][1] == {'index': 1, 'name': 'NVIDIA RTX A6000', 'uuid': 'GPU-82a5e7c3-d04a-5cb1-aab2-0bc0efa8622e',
-                                'memory_total_mib': 49140, 'compute_cap': '8.6', 'minor_number': None,
-                                'device_node': '/dev/nvidia1'}
+    assert facts['gpus'][1] == {
+        'index': 1,
+        'name': 'NVIDIA RTX A6000',
+        'uuid': 'GPU-82a5e7c3-d04a-5cb1-aab2-0bc0efa8622e',
+        'memory_total_mib': 49140,
+        'compute_cap': '8.6',
+        'minor_number': None,
+        'device_node': '/dev/nvidia1',
+    }
 
 
 def test_no_nvidia_smi_and_no_driver_are_reported_not_raised():
@@ -48,10 +57,11 @@ def test_no_nvidia_smi_and_no_driver_are_reported_not_raised():
 
 def test_an_old_driver_is_asked_again_without_compute_cap():
     old = '0, Tesla V100, GPU-1, 16160, 470.1\n'
-    answers = [(['nvidia-smi', '-q'], (0, '', '')),
-               (['nvidia-smi', '--query-gpu=index,name,uuid,memory.total,driver_version,compute_cap'],
-                (2, 'Field "compute_cap" is not a valid field to query.', '')),
-               (['nvidia-smi'], (0, old, ''))]
+    answers = [
+        (['nvidia-smi', '-q'], (0, '', '')),
+        (['nvidia-smi', '--query-gpu=index,name,uuid,memory.total,driver_version,compute_cap'], (2, 'Field "compute_cap" is not a valid field to query.', '')),
+        (['nvidia-smi'], (0, old, '')),
+    ]
     run = runner(answers)
     facts, error = host_facts.read_gpus(run, 'nvidia-smi')
     assert error is None and facts['gpus'][0]['compute_cap'] is None and facts['driver_version'] == '470.1'
@@ -118,8 +128,8 @@ def test_releases(tmp_path):
     os.symlink('releases/abcdef0123456789', str(tmp_path / 'current'))
     assert host_facts.release_facts(str(tmp_path)) == {
         'current': 'abcdef0123456789',
-        'releases': {'abcdef0123456789': {'complete': True, 'manifest': {'id': 'abcdef0123456789'}},
-                     '0123456789abcdef': {'complete': False, 'manifest': None}}}
+        'releases': {'abcdef0123456789': {'complete': True, 'manifest': {'id': 'abcdef0123456789'}}, '0123456789abcdef': {'complete': False, 'manifest': None}},
+    }
     assert host_facts.release_facts(str(tmp_path / 'none')) == {'current': None, 'releases': {}}
 
 
@@ -149,21 +159,23 @@ def test_the_confirmation_record_is_read_with_the_unit(tmp_path):
 
 
 def test_what_the_user_cannot_use_is_worded_as_the_role_words_it():
-    run = runner([(host_facts.user_access_argv('sglang', ['test', '-r', '/srv/a']), (1, '', '')),
-                  (host_facts.user_access_argv('sglang', ['test', '-r', '/srv/b']), (0, '', '')),
-                  (host_facts.user_access_argv('sglang', ['/opt/py']), (126, '', '/opt/py: Permission denied\n'))])
-    assert host_facts.user_access(run, 'sglang', ['/srv/a', '/srv/b'], '/opt/py') == [
-        '/srv/a', '/opt/py (/opt/py: Permission denied)']
-    assert run.calls[0] == ['setpriv', '--reuid', 'sglang', '--regid', 'sglang', '--init-groups', '--',
-                            'test', '-r', '/srv/a', '-a', '-x', '/srv/a']
+    run = runner(
+        [
+            (host_facts.user_access_argv('sglang', ['test', '-r', '/srv/a']), (1, '', '')),
+            (host_facts.user_access_argv('sglang', ['test', '-r', '/srv/b']), (0, '', '')),
+            (host_facts.user_access_argv('sglang', ['/opt/py']), (126, '', '/opt/py: Permission denied\n')),
+        ]
+    )
+    assert host_facts.user_access(run, 'sglang', ['/srv/a', '/srv/b'], '/opt/py') == ['/srv/a', '/opt/py (/opt/py: Permission denied)']
+    assert run.calls[0] == ['setpriv', '--reuid', 'sglang', '--regid', 'sglang', '--init-groups', '--', 'test', '-r', '/srv/a', '-a', '-x', '/srv/a']
 
 
 def test_interpreter_version():
-    assert host_facts.interpreter_version(runner([(['/usr/bin/python3'], (0, '3.11.2 x86_64\n', ''))]),
-                                          '/usr/bin/python3') == ('3.11.2 x86_64', None)
+    assert host_facts.interpreter_version(runner([(['/usr/bin/python3'], (0, '3.11.2 x86_64\n', ''))]), '/usr/bin/python3') == ('3.11.2 x86_64', None)
 
     def missing(argv):
         raise OSError(2, 'No such file or directory')
+
     version, error = host_facts.interpreter_version(missing, '/usr/bin/python2.7')
     assert version is None and 'No such file or directory' in error
 
@@ -174,8 +186,7 @@ def _proc(tmp_path, listeners, pids):
     net.mkdir()
     lines = ['  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode']
     for n, (port, inode) in enumerate(sorted(listeners.items())):
-        lines.append('   %d: 0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 %s 1'
-                     % (n, port, inode))
+        lines.append('   %d: 0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 %s 1' % (n, port, inode))
     (net / 'tcp').write_text('\n'.join(lines) + '\n')
     for pid, (comm, inodes, cgroup) in pids.items():
         base = tmp_path / str(pid)
@@ -188,8 +199,11 @@ def _proc(tmp_path, listeners, pids):
 
 
 def test_port_held_by_another_process(tmp_path):
-    proc = _proc(tmp_path, {30000: '555'}, {7: ('python3', ['555'], '0::/system.slice/bad-input-squatter.service\n'),
-                                            9: ('sglang', ['1'], '0::/system.slice/sglang-qwen.service\n')})
+    proc = _proc(
+        tmp_path,
+        {30000: '555'},
+        {7: ('python3', ['555'], '0::/system.slice/bad-input-squatter.service\n'), 9: ('sglang', ['1'], '0::/system.slice/sglang-qwen.service\n')},
+    )
     found = host_facts.port_check(30000, {9}, 'sglang-qwen.service', proc)
     assert found['in_use'] is True
     assert found['msg'] == 'PID 7 (python3, bad-input-squatter.service) listens on port 30000, not sglang-qwen.service'

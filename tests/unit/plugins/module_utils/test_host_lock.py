@@ -16,9 +16,12 @@ HELD = {'token': 'aaa', 'owner': 'ops@ctl', 'play': 'Deploy', 'started_at': 1000
 
 def test_a_free_host_is_taken():
     got = host_lock.decide(None, 2000.0, '', 60, 'me@ctl', 'Upgrade', new_token='bbb')
-    assert got == {'action': 'take', 'broken': None, 'holder': None,
-                   'lease': {'token': 'bbb', 'owner': 'me@ctl', 'play': 'Upgrade', 'started_at': 2000.0,
-                             'expires_at': 2060.0}}
+    assert got == {
+        'action': 'take',
+        'broken': None,
+        'holder': None,
+        'lease': {'token': 'bbb', 'owner': 'me@ctl', 'play': 'Upgrade', 'started_at': 2000.0, 'expires_at': 2060.0},
+    }
 
 
 def test_the_holder_renews_and_keeps_its_start():

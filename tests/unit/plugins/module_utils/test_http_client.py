@@ -119,7 +119,7 @@ def test_a_server_slower_than_the_timeout_is_unreachable_in_time(server):
     assert 'timed out' in caught.value.reason
 
 
-@pytest.mark.parametrize('given, used', [(0, 0.1), (-5, 0.1), (2.5, 2.5), (10 ** 6, 300.0), (float('nan'), 300.0), ('x', 300.0), (None, 300.0)])
+@pytest.mark.parametrize('given, used', [(0, 0.1), (-5, 0.1), (2.5, 2.5), (10**6, 300.0), (float('nan'), 300.0), ('x', 300.0), (None, 300.0)])
 def test_timeouts_are_clamped(given, used):
     assert http_client.clamp_timeout(given) == used
 
@@ -146,6 +146,7 @@ def test_a_netrc_entry_adds_no_credentials(server, tmp_path, monkeypatch):
 
 def test_https_verifies_and_http_pays_for_no_ca_store():
     import ssl
+
     secure = http_client.tls_context('HTTPS://router.example:443')
     assert secure.verify_mode == ssl.CERT_REQUIRED and secure.check_hostname is True
     assert http_client.tls_context('https://other:8443') is secure

@@ -47,16 +47,26 @@ def _server_args_module(resolves_later=True):
 
 
 def _result():
-    return {'valid': False, 'unknown_flags': [], 'error': None, 'error_flag': None, 'error_value': None,
-            'warnings': [], 'sglang_version': None, 'server_args': {}, 'checks': [], 'checks_skipped': [],
-            'prefix': '', 'probe_error': None}
+    return {
+        'valid': False,
+        'unknown_flags': [],
+        'error': None,
+        'error_flag': None,
+        'error_value': None,
+        'warnings': [],
+        'sglang_version': None,
+        'server_args': {},
+        'checks': [],
+        'checks_skipped': [],
+        'prefix': '',
+        'probe_error': None,
+    }
 
 
 def test_flag_probe_accepts_known_flags_and_summarises_them():
     result = _result()
     originals = (argparse.ArgumentParser.parse_known_args, argparse.ArgumentParser.error, argparse.ArgumentParser.exit)
-    flag_check.probe({'argv': ['--model-path', '/m', '--tp-size', '2', '--speculative-ddtree-budget', '8'],
-                      'module': 'fake'}, result, _server_args_module())
+    flag_check.probe({'argv': ['--model-path', '/m', '--tp-size', '2', '--speculative-ddtree-budget', '8'], 'module': 'fake'}, result, _server_args_module())
     assert result['valid'] is True and result['error'] is None and result['unknown_flags'] == []
     assert result['checks'] == ['argparse', 'server_args']
     assert result['server_args'] == {'model_path': '/m', 'tp_size': 2, 'speculative_ddtree_budget': 8, 'port': 30000}
@@ -66,8 +76,7 @@ def test_flag_probe_accepts_known_flags_and_summarises_them():
 
 def test_flag_probe_names_unknown_flags_and_the_parser_error():
     result = _result()
-    flag_check.probe({'argv': ['--model-path', '/m', '--speculative-ddtree-budgt', '8'], 'module': 'fake'},
-                     result, _server_args_module())
+    flag_check.probe({'argv': ['--model-path', '/m', '--speculative-ddtree-budgt', '8'], 'module': 'fake'}, result, _server_args_module())
     assert result['valid'] is False
     assert result['unknown_flags'] == ['--speculative-ddtree-budgt']
     assert result['error'] == 'sglang serve: error: unrecognized arguments: --speculative-ddtree-budgt 8'
@@ -113,7 +122,13 @@ def test_ml_env_probe_events_in_order():
     assert all(line.startswith('M ') for line in lines)
     events = [json.loads(line[2:]) for line in lines]
     assert [(e['event'], e.get('name')) for e in events] == [
-        ('start', None), ('step', 'json'), ('import', 'json'), ('step', 'torch report'), ('torch', None), ('done', None)]
+        ('start', None),
+        ('step', 'json'),
+        ('import', 'json'),
+        ('step', 'torch report'),
+        ('torch', None),
+        ('done', None),
+    ]
     # no torch in this interpreter: no version, and no error either (torch is simply not installed)
     assert events[4]['version'] is None and events[4]['error'] is None and events[4]['devices'] == []
 
@@ -127,7 +142,12 @@ def test_probe_sources_are_whole_programs():
 
 def test_probe_argv_sends_the_source_under_timeout():
     source = inspect.getsource(ml_env)
-    assert probe_argv('/r/bin/python', ml_env, ['M ', '[]', '0'], isolated=True) == [
-        '/r/bin/python', '-I', '-c', source, 'M ', '[]', '0']
+    assert probe_argv('/r/bin/python', ml_env, ['M ', '[]', '0'], isolated=True) == ['/r/bin/python', '-I', '-c', source, 'M ', '[]', '0']
     assert probe_argv('/r/bin/python', flag_check, timeout_bin='/usr/bin/timeout', timeout=180.0) == [
-        '/usr/bin/timeout', '--kill-after=10', '180', '/r/bin/python', '-c', inspect.getsource(flag_check)]
+        '/usr/bin/timeout',
+        '--kill-after=10',
+        '180',
+        '/r/bin/python',
+        '-c',
+        inspect.getsource(flag_check),
+    ]

@@ -60,6 +60,7 @@ def test_port_owner_of_a_process_whose_links_are_unreadable(tmp_path, monkeypatc
         if os.sep + '100' + os.sep in path:
             raise PermissionError(13, 'Permission denied', path)
         return real_readlink(path)
+
     monkeypatch.setattr(pn.os, 'readlink', readlink)
     # the service runs as another user and this one lacks CAP_SYS_PTRACE: no opinion, not "foreign"
     assert pn.port_owner(30000, '', 100, proc) == (None, [])

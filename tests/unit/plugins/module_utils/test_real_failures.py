@@ -34,32 +34,31 @@ CLASS_FLOOR = 0.75
 # cut the record is named right anyway; the rest are the misses.
 KNOWN_MISSES = {
     'sglang-12496-kv-pool-create-buffers-oom': (
-        None, 'the torch.OutOfMemoryError line under init_memory_pool / _create_buffers is cut: frames alone name no error'),
+        None,
+        'the torch.OutOfMemoryError line under init_memory_pool / _create_buffers is cut: frames alone name no error',
+    ),
     'sglang-5285-capture-oom-deepep-2node': (
-        None, 'the "Capture cuda graph failed: CUDA out of memory" line is cut, and with it the Traceback line: frames only'),
-    'sglang-pr1498-eagle-triton-graph-state-alloc': (
-        None, 'the excerpt ends at "torch.O", before the exception line: frames only'),
+        None,
+        'the "Capture cuda graph failed: CUDA out of memory" line is cut, and with it the Traceback line: frames only',
+    ),
+    'sglang-pr1498-eagle-triton-graph-state-alloc': (None, 'the excerpt ends at "torch.O", before the exception line: frames only'),
     'sglang-4689-unsupported-decilm': (
-        'child_process_died', 'the excerpt ends inside the scheduler traceback, before the "Model architectures [...] are '
-                              'not supported" ValueError: only "Scheduler hit an exception" names the scheduler\'s death'),
-    'sglang-12789-tokenizer-chat-template-dict': (
-        None, 'the excerpt ends inside a quoted traceback (no Traceback line), before the TypeError'),
-    'sglang-14107-tokenizer-chat-template-dict-hermes': (
-        None, 'only the reporter\'s summary and one log line survive; the traceback is in an attachment'),
-    'deepseek-vl2-90-dmesg-oom-killer': (
-        'host_oom_killed', 'named right: only the progress bar above the kernel\'s "Out of memory: Killed process" is cut'),
-    'scalellm-38-entrypoint-killed-137': (
-        None, 'docker\'s "exited with code 137" is the only sign of the kill, and no journal of a systemd unit holds it'),
-    'vllm-586-ray-actor-dead-oom-killer': (
-        None, 'Ray\'s actor-death message is the only sign of the kill, and no journal of a systemd unit holds it'),
-    'sglang-4094-warmup-503-squid': (
-        'warmup_failed', 'named right: the "Initialization failed. warmup error" line survives the cut AssertionError'),
-    'sglang-9155-warmup-proxy-403': (
-        'warmup_failed', 'named right: urllib3\'s line of the warmup request answered 403 by the proxy survives'),
+        'child_process_died',
+        'the excerpt ends inside the scheduler traceback, before the "Model architectures [...] are '
+        'not supported" ValueError: only "Scheduler hit an exception" names the scheduler\'s death',
+    ),
+    'sglang-12789-tokenizer-chat-template-dict': (None, 'the excerpt ends inside a quoted traceback (no Traceback line), before the TypeError'),
+    'sglang-14107-tokenizer-chat-template-dict-hermes': (None, 'only the reporter\'s summary and one log line survive; the traceback is in an attachment'),
+    'deepseek-vl2-90-dmesg-oom-killer': ('host_oom_killed', 'named right: only the progress bar above the kernel\'s "Out of memory: Killed process" is cut'),
+    'scalellm-38-entrypoint-killed-137': (None, 'docker\'s "exited with code 137" is the only sign of the kill, and no journal of a systemd unit holds it'),
+    'vllm-586-ray-actor-dead-oom-killer': (None, 'Ray\'s actor-death message is the only sign of the kill, and no journal of a systemd unit holds it'),
+    'sglang-4094-warmup-503-squid': ('warmup_failed', 'named right: the "Initialization failed. warmup error" line survives the cut AssertionError'),
+    'sglang-9155-warmup-proxy-403': ('warmup_failed', 'named right: urllib3\'s line of the warmup request answered 403 by the proxy survives'),
     'sglang-19408-config-keyerror-glm-moe-dsa': (
-        'model_config_error', 'named right: transformers\' CONFIG_MAPPING[model_type] frame above the KeyError survives'),
-    'glm5-22-config-keyerror-sglang-image': (
-        'model_config_error', 'named right: the same CONFIG_MAPPING[model_type] frame survives'),
+        'model_config_error',
+        'named right: transformers\' CONFIG_MAPPING[model_type] frame above the KeyError survives',
+    ),
+    'glm5-22-config-keyerror-sglang-image': ('model_config_error', 'named right: the same CONFIG_MAPPING[model_type] frame survives'),
 }
 
 # Complete records the verdict names otherwise by design ({id: {names, why}}): their decisive line may not name a
@@ -75,10 +74,9 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', '
 FLOOR_UNREACHABLE = {
     'cuda_oom_graph_capture': 'two of three records lost their OOM line to the cut',
     'cuda_oom_sizing_pools': 'one record lost its OOM line to the cut, and torch_memory_saver\'s is ruled out',
-    'host_oom_killed': 'four of eight records show the kill only in docker\'s, Ray\'s or Slurm\'s words or a script\'s own guard, '
-                       'which no unit journal holds',
+    'host_oom_killed': 'four of eight records show the kill only in docker\'s, Ray\'s or Slurm\'s words or a script\'s own guard, which no unit journal holds',
     'startup_check_refused': 'four of five records are ruled out: two are lone exception lines, without traceback or death line, '
-                             'one is ModelRunner\'s backend choice and one vLLM\'s own config check, which SGLang\'s frames do not name',
+    'one is ModelRunner\'s backend choice and one vLLM\'s own config check, which SGLang\'s frames do not name',
     'tokenizer_load_error': 'two of ten records lost their traceback to the cut, and one is a lone exception line',
 }
 
@@ -124,8 +122,7 @@ def test_complete_record_is_named_right(record):
     assert not re.search(r'\{[a-z_]+\}', diagnosis + advice), 'template left unfilled'
 
 
-@pytest.mark.parametrize('record', [r for _f, r in RECORDS if r['id'] in RULED_OUT],
-                         ids=[r['id'] for _f, r in RECORDS if r['id'] in RULED_OUT])
+@pytest.mark.parametrize('record', [r for _f, r in RECORDS if r['id'] in RULED_OUT], ids=[r['id'] for _f, r in RECORDS if r['id'] in RULED_OUT])
 def test_ruled_out_record_gets_its_known_outcome(record):
     assert not record['cut_off']
     assert sig.diagnose(record['lines'])[0] == RULED_OUT[record['id']]['names']
@@ -200,9 +197,12 @@ def test_support_counts_threads_of_the_class_and_every_log_for_warnings():
     line = '[2026-11-29 10:00:00] KV cache pool is full. Retract requests. #retracted_reqs: 3, #new_token_ratio: 0.5 -> 1.0'
     oom = 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'
     threads = sig.pattern_support(
-        [('cuda_oom_serving', 'https://github.com/o/r/issues/1', ['Uvicorn running on http://x', oom]),
-         ('triton_error', 'https://github.com/o/r/issues/2', ['Uvicorn running on http://x', oom])],
-        [('https://github.com/o/r/blob/abc/x.log', [line]), ('https://github.com/o/r/blob/def/x.log', [line])])
+        [
+            ('cuda_oom_serving', 'https://github.com/o/r/issues/1', ['Uvicorn running on http://x', oom]),
+            ('triton_error', 'https://github.com/o/r/issues/2', ['Uvicorn running on http://x', oom]),
+        ],
+        [('https://github.com/o/r/blob/abc/x.log', [line]), ('https://github.com/o/r/blob/def/x.log', [line])],
+    )
     assert threads[('cuda_oom_serving', 0)] == set(['https://github.com/o/r/issues/1'])
     retraction = [i for i, p in enumerate(sig.signature('kv_cache_oom_serving')['patterns']) if isinstance(p, dict) and 'fatal_with' in p]
     assert threads[('kv_cache_oom_serving', retraction[0])] == set(['https://github.com/o/r/blob/-/x.log'])

@@ -50,12 +50,13 @@ def test_prompts_are_json_lines_each_with_its_output_tokens():
     text = '{"prompt": "Alice was beginning", "output_tokens": 64}\n\n{"prompt": "to get very tired", "output_tokens": 4096}\n'
     assert bench.parse_prompts(text) == [('Alice was beginning', 64), ('to get very tired', 4096)]
     for bad, message in (
-            ('{"prompt": "x"}', 'prompts line 1 is not {"prompt": text, "output_tokens": n}: {"prompt": "x"}'),
-            ('{"prompt": "x", "output_tokens": 1}\nnot json', 'prompts line 2 is not {"prompt": text, "output_tokens": n}: not json'),
-            ('{"prompt": "x", "output_tokens": 4097}', 'prompts line 1: output_tokens is 4097; allowed: a whole number from 1 to 4096'),
-            ('{"prompt": "x", "output_tokens": true}', 'prompts line 1: output_tokens is True; allowed: a whole number from 1 to 4096'),
-            ('{"prompt": " ", "output_tokens": 1}', 'prompts line 1: prompt must be text of 1 to 32768 characters'),
-            ('\n', 'prompts holds no prompt')):
+        ('{"prompt": "x"}', 'prompts line 1 is not {"prompt": text, "output_tokens": n}: {"prompt": "x"}'),
+        ('{"prompt": "x", "output_tokens": 1}\nnot json', 'prompts line 2 is not {"prompt": text, "output_tokens": n}: not json'),
+        ('{"prompt": "x", "output_tokens": 4097}', 'prompts line 1: output_tokens is 4097; allowed: a whole number from 1 to 4096'),
+        ('{"prompt": "x", "output_tokens": true}', 'prompts line 1: output_tokens is True; allowed: a whole number from 1 to 4096'),
+        ('{"prompt": " ", "output_tokens": 1}', 'prompts line 1: prompt must be text of 1 to 32768 characters'),
+        ('\n', 'prompts holds no prompt'),
+    ):
         with pytest.raises(ValueError) as err:
             bench.parse_prompts(bad)
         assert str(err.value) == message
@@ -84,9 +85,12 @@ def stream_of(*events):
 
 def test_ttft_and_itl_as_bench_serving_splits_a_chunk_over_its_tokens():
     ticks = iter([0.25, 0.45, 0.85, 1.0])  # the clock at each event with text, then at the end
-    lines = stream_of({'text': 'a b', 'meta_info': {'completion_tokens': 2}},
-                      {'text': 'a b c d', 'meta_info': {'completion_tokens': 4}},
-                      {'text': 'a b c d e f g h', 'meta_info': {'completion_tokens': 8}}, b'[DONE]')
+    lines = stream_of(
+        {'text': 'a b', 'meta_info': {'completion_tokens': 2}},
+        {'text': 'a b c d', 'meta_info': {'completion_tokens': 4}},
+        {'text': 'a b c d e f g h', 'meta_info': {'completion_tokens': 8}},
+        b'[DONE]',
+    )
     record = bench.measure_stream(lines, 0.0, lambda: next(ticks))
     assert record['ok'] and record['ttft_s'] == 0.25 and record['output_tokens'] == 8 and record['latency_s'] == 1.0
     assert record['itl_s'] == pytest.approx([0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
@@ -102,6 +106,7 @@ def test_a_stream_without_tokens_or_with_an_error_is_a_failed_request():
 def test_run_keeps_order_and_at_most_concurrency_in_flight():
     import threading
     import time
+
     lock, state = threading.Lock(), {'now': 0, 'most': 0}
 
     def send(prompt, out):
@@ -126,8 +131,15 @@ def test_run_keeps_order_and_at_most_concurrency_in_flight():
 
 
 def numbers(throughput, failed=0, ttft=100.0, itl=10.0, rounds=None):
-    return {'output_throughput': throughput, 'failed': failed, 'completed': 24 - failed, 'errors': ['HTTP 500'] if failed else [],
-            'ttft_p99_ms': ttft, 'itl_p99_ms': itl, 'rounds': rounds or [throughput]}
+    return {
+        'output_throughput': throughput,
+        'failed': failed,
+        'completed': 24 - failed,
+        'errors': ['HTTP 500'] if failed else [],
+        'ttft_p99_ms': ttft,
+        'itl_p99_ms': itl,
+        'rounds': rounds or [throughput],
+    }
 
 
 def test_t_quantiles_are_the_tables():
@@ -144,8 +156,9 @@ def test_an_equal_unit_passes_and_a_slower_one_is_refused_with_its_interval():
     # 20 % slower: refused, the message gives the interval
     outcome, interval, reasons = bench.decide(numbers(80.0, rounds=[80.0, 80.5, 79.5]), base, 1.0)
     assert (outcome, interval) == ('refused', (0.8, 0.771, 0.83))
-    assert reasons == ["output throughput 80.0 tok/s is 0.800 x the last known good unit's 100.0 tok/s (interval 0.771-0.830 "
-                       "at 99 % confidence a side), below min_ratio 1.0"]
+    assert reasons == [
+        "output throughput 80.0 tok/s is 0.800 x the last known good unit's 100.0 tok/s (interval 0.771-0.830 at 99 % confidence a side), below min_ratio 1.0"
+    ]
     # 3 % slower is within the noise of two server processes (noise_cv 0.01): not refused at min_ratio 1.0 ...
     assert bench.decide(numbers(97.0, rounds=[97.0, 97.2, 96.8]), base, 1.0)[0] == 'passed'
     # ... but refused with no process noise assumed, the rounds' spread alone
@@ -162,8 +175,7 @@ def test_an_equal_unit_passes_and_a_slower_one_is_refused_with_its_interval():
 
 def test_decide_refuses_failed_requests_and_p99_over_limits_even_without_baseline():
     assert bench.decide(numbers(96.0, failed=2), None, 1.0) == ('refused', None, ['2 of 24 requests failed (HTTP 500)'])
-    outcome, interval, reasons = bench.decide(numbers(130.0, ttft=900.0, itl=45.5), numbers(100.0), 1.0,
-                                              max_p99_ttft_ms=800, max_p99_itl_ms=40)
+    outcome, interval, reasons = bench.decide(numbers(130.0, ttft=900.0, itl=45.5), numbers(100.0), 1.0, max_p99_ttft_ms=800, max_p99_itl_ms=40)
     assert (outcome, interval[0]) == ('refused', 1.3)
     assert reasons == ['ttft_p99 900.0 ms is over its limit 800.0 ms', 'itl_p99 45.5 ms is over its limit 40.0 ms']
     assert bench.decide(numbers(130.0, ttft=900.0), numbers(100.0), 1.0)[0] == 'passed'  # 0: no limit
@@ -174,16 +186,19 @@ def test_decision_settings_name_their_option_and_a_p99_needs_its_samples():
     assert bench.decision_problems(0, 1.0, 0.6, 0, {}) == [
         'min_ratio is 0; allowed: a number above 0 (1.0: no slower).',
         'confidence is 1.0; allowed: above 0.5 and below 1 (0.99: an equal unit is refused about 1 % of the time).',
-        'noise_cv is 0.6; allowed: 0 to 0.5 (0.01: 1 % between two processes of the same unit).']
+        'noise_cv is 0.6; allowed: 0 to 0.5 (0.01: 1 % between two processes of the same unit).',
+    ]
     assert bench.decision_problems(1.0, 0.99, 0.01, 500, {}) == [
         'max_p99_ttft_ms needs at least 100 requests over the rounds to judge a p99 (requests x rounds is 24 x 3 = 72): '
-        'raise requests or rounds, or set no limit (0).']
+        'raise requests or rounds, or set no limit (0).'
+    ]
     assert bench.decision_problems(1.0, 0.99, 0.01, 500, {'requests': 34}) == []
 
 
 def test_summarize_rounds_pools_requests_and_keeps_each_rounds_throughput():
     def rec(tokens):
         return {'ok': True, 'output_tokens': tokens, 'itl_s': [0.01], 'ttft_s': 0.1, 'latency_s': 0.2}
+
     pooled = bench.summarize_rounds([([rec(10), rec(10)], 1.0), ([rec(10), rec(30)], 2.0)])
     assert pooled['rounds'] == [20.0, 20.0] and pooled['output_throughput'] == pytest.approx(20.0)
     assert (pooled['completed'], pooled['ttft_samples'], pooled['output_tokens']) == (4, 4, 60)

@@ -63,16 +63,19 @@ def test_parse_systemctl_show_tolerates_missing_and_odd_lines():
     assert state['InvocationID'] == ''
 
 
-@pytest.mark.parametrize('text, baseline, first_pid, expected', [
-    (SHOW_RUNNING, 0, 53, None),
-    (SHOW_FAILED, 0, 53, 'process_exited'),
-    (SHOW_RUNNING.replace('SubState=running', 'SubState=auto-restart').replace('ActiveState=active', 'ActiveState=activating'), 0, 53, 'restarted'),
-    (SHOW_RUNNING.replace('NRestarts=0', 'NRestarts=3'), 2, 53, 'restarted'),
-    (SHOW_RUNNING.replace('NRestarts=0', 'NRestarts=3'), 3, 53, None),
-    (SHOW_RUNNING.replace('MainPID=53', 'MainPID=77'), 0, 53, 'restarted'),
-    (SHOW_RUNNING.replace('ActiveState=active', 'ActiveState=inactive').replace('SubState=running', 'SubState=dead'), 0, 0, 'process_exited'),
-    ('LoadState=not-found\nActiveState=inactive\n', 0, 0, 'unit_not_found'),
-])
+@pytest.mark.parametrize(
+    'text, baseline, first_pid, expected',
+    [
+        (SHOW_RUNNING, 0, 53, None),
+        (SHOW_FAILED, 0, 53, 'process_exited'),
+        (SHOW_RUNNING.replace('SubState=running', 'SubState=auto-restart').replace('ActiveState=active', 'ActiveState=activating'), 0, 53, 'restarted'),
+        (SHOW_RUNNING.replace('NRestarts=0', 'NRestarts=3'), 2, 53, 'restarted'),
+        (SHOW_RUNNING.replace('NRestarts=0', 'NRestarts=3'), 3, 53, None),
+        (SHOW_RUNNING.replace('MainPID=53', 'MainPID=77'), 0, 53, 'restarted'),
+        (SHOW_RUNNING.replace('ActiveState=active', 'ActiveState=inactive').replace('SubState=running', 'SubState=dead'), 0, 0, 'process_exited'),
+        ('LoadState=not-found\nActiveState=inactive\n', 0, 0, 'unit_not_found'),
+    ],
+)
 def test_unit_failure(text, baseline, first_pid, expected):
     verdict = jr.unit_failure(jr.parse_systemctl_show(text), baseline, first_pid)
     assert (verdict[0] if verdict else None) == expected
@@ -99,23 +102,28 @@ def test_journal_argv_refuses_what_would_match_everything(bad):
 
 
 def test_parse_journal_json_with_bad_bytes_and_garbage():
-    data = '\n'.join([
-        _journal_line('Started x.service - x.', 's=1', pid=1, systemd=True),
-        # journalctl writes a non-UTF-8 MESSAGE as an array of byte values
-        _journal_line(list(b'bad \xff\xfe bytes'), 's=2'),
-        _journal_line(list(b'line with \x1b[31mcolor\x1b[0m'), 's=3'),
-        _journal_line(list(b'progress 10%\rprogress 50%\rprogress 100%'), 's=4'),
-        'this is not json',
-        '[1, 2, 3]',
-        _journal_line(None, 's=5'),
-        _journal_line('two\nlines', 's=6'),
-        '{"__CURSOR": "s=7", "MESSAGE": "trunc',
-    ]).encode('utf-8') + b'\n\xff\xfe garbage bytes\n'
+    data = (
+        '\n'.join(
+            [
+                _journal_line('Started x.service - x.', 's=1', pid=1, systemd=True),
+                # journalctl writes a non-UTF-8 MESSAGE as an array of byte values
+                _journal_line(list(b'bad \xff\xfe bytes'), 's=2'),
+                _journal_line(list(b'line with \x1b[31mcolor\x1b[0m'), 's=3'),
+                _journal_line(list(b'progress 10%\rprogress 50%\rprogress 100%'), 's=4'),
+                'this is not json',
+                '[1, 2, 3]',
+                _journal_line(None, 's=5'),
+                _journal_line('two\nlines', 's=6'),
+                '{"__CURSOR": "s=7", "MESSAGE": "trunc',
+            ]
+        ).encode('utf-8')
+        + b'\n\xff\xfe garbage bytes\n'
+    )
     entries, cursor, bad = jr.parse_journal_json(data)
     assert cursor == 's=6'
     assert bad == 4
     assert entries[0]['from_systemd'] is True and entries[1]['from_systemd'] is False
-    assert entries[1]['message'] == u'bad \ufffd\ufffd bytes'
+    assert entries[1]['message'] == 'bad \ufffd\ufffd bytes'
     assert entries[2]['lines'] == ['line with color']
     assert entries[3]['lines'] == ['progress 100%']
     assert entries[4]['lines'] == []
@@ -126,7 +134,7 @@ def test_parse_journal_json_with_bad_bytes_and_garbage():
 def test_message_text_variants():
     assert jr.message_text(['a', 'b']) == 'a\nb'
     assert jr.message_text([[104, 105], 'x']) == 'hi\nx'
-    assert jr.message_text(b'\xffok') == u'\ufffdok'
+    assert jr.message_text(b'\xffok') == '\ufffdok'
     assert jr.message_text(7) == '7'
 
 

@@ -37,8 +37,14 @@ Attached GPUs                             : 8
 
 def test_parse_query_csv():
     gpus = gpu_facts.parse_query_csv(CSV)
-    assert gpus[0] == {'index': 0, 'name': 'NVIDIA RTX A6000', 'uuid': 'GPU-bd272f1a-08c5-5163-af85-026ab8815bae',
-                       'memory_total_mib': 49140, 'compute_cap': '8.6', 'driver_version': '580.95.05'}
+    assert gpus[0] == {
+        'index': 0,
+        'name': 'NVIDIA RTX A6000',
+        'uuid': 'GPU-bd272f1a-08c5-5163-af85-026ab8815bae',
+        'memory_total_mib': 49140,
+        'compute_cap': '8.6',
+        'driver_version': '580.95.05',
+    }
     assert [g['index'] for g in gpus] == [0, 1]
 
 
@@ -67,6 +73,7 @@ def _fake_run(outputs, calls):
     def run_command(module, args, **kwargs):
         calls.append(args)
         return outputs.pop(0)
+
     return run_command
 
 

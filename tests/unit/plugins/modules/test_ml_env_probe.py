@@ -30,8 +30,8 @@ def python(tmp_path):
     site.mkdir()
     (site / 'noisy_ok.py').write_text('import os, sys\nprint("hello from an import")\nos.write(1, b"raw fd 1 ")\n__version__ = "1.2"\n')
     (site / 'raises_abi.py').write_text(
-        'raise ImportError("/x/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so: '
-        'undefined symbol: _ZN3c104cuda9SetDeviceEa")\n')
+        'raise ImportError("/x/lib/python3.12/site-packages/sgl_kernel/common_ops.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa")\n'
+    )
     (site / 'crashes.py').write_text('import os\nos.abort()\n')
     (site / 'hangs.py').write_text('import time\ntime.sleep(60)\n')
     wrapper = tmp_path / 'python'

@@ -68,8 +68,7 @@ def test_prune_keeps_newest_current_and_referenced(tmp_path):
     units = tmp_path / 'units'
     units.mkdir()
     (units / 'sglang.service').write_text('ExecStart=%s/releases/%s/bin/python -m x\n' % (tmp_path, IDS[1]))
-    kind, res = run({'root': str(tmp_path), 'release': IDS[5], 'state': 'pruned', 'keep': 2,
-                     'referenced_in': [str(units)]})
+    kind, res = run({'root': str(tmp_path), 'release': IDS[5], 'state': 'pruned', 'keep': 2, 'referenced_in': [str(units)]})
     # IDS[5] named, IDS[0] current, IDS[1] referenced; newest two others (4, 3) kept; 2 goes
     assert res['removed'] == [IDS[2]]
     assert not (tmp_path / 'releases' / IDS[2]).exists()
@@ -79,11 +78,10 @@ def test_prune_keeps_newest_current_and_referenced(tmp_path):
 def test_prune_leaves_a_release_another_run_builds(tmp_path):
     make_release(tmp_path, IDS[0], 100)
     os.symlink('releases/' + IDS[0], str(tmp_path / 'current'))
-    make_release(tmp_path, IDS[1], 200, complete=False)   # a failed build of long ago
+    make_release(tmp_path, IDS[1], 200, complete=False)  # a failed build of long ago
     building = make_release(tmp_path, IDS[2], 300, complete=False)
-    os.utime(str(building), None)                          # being built now
-    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0,
-                     'referenced_in': [], 'unfinished_grace_s': 600})
+    os.utime(str(building), None)  # being built now
+    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0, 'referenced_in': [], 'unfinished_grace_s': 600})
     assert res['removed'] == [IDS[1]]
     assert building.exists()
 
@@ -124,13 +122,13 @@ def test_bad_release_id(tmp_path):
 def test_a_hex_named_directory_without_the_collection_marks_is_never_touched(tmp_path):
     make_release(tmp_path, IDS[0], 100)
     os.symlink('releases/' + IDS[0], str(tmp_path / 'current'))
-    operator = make_release(tmp_path, IDS[1], 100, complete=False, ours=False)   # an operator's data, long ago
+    operator = make_release(tmp_path, IDS[1], 100, complete=False, ours=False)  # an operator's data, long ago
     (operator / 'data.bin').write_text('keep')
-    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0, 'referenced_in': [],
-                     'unfinished_grace_s': 0})
+    kind, res = run({'root': str(tmp_path), 'release': IDS[0], 'state': 'pruned', 'keep': 0, 'referenced_in': [], 'unfinished_grace_s': 0})
     assert res['removed'] == [] and [r['id'] for r in res['releases']] == [IDS[0]]
     kind, res = run({'root': str(tmp_path), 'release': IDS[1], 'state': 'absent'})
     assert kind is FailJson and res['msg'] == (
         '%s is not a release of this collection (neither ddtree-release.json nor ddtree-requirements/ in it): refusing to '
-        'remove it; move it out of %s/releases' % (operator, tmp_path))
+        'remove it; move it out of %s/releases' % (operator, tmp_path)
+    )
     assert (operator / 'data.bin').exists()

@@ -133,8 +133,7 @@ TIMEOUT = shutil.which('timeout')
 
 def run(args, data, cwd, environ_update):
     """What AnsibleModule.run_command does for the probe, without a module."""
-    done = subprocess.run(args, input=data, cwd=cwd, env=dict(os.environ, **environ_update),
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(args, input=data, cwd=cwd, env=dict(os.environ, **environ_update), capture_output=True, text=True, check=False)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -144,13 +143,43 @@ def probe(env, *argv):
 
 # --- pure parts ------------------------------------------------------------------------------
 
+
 def test_mask_argv_hides_secret_values_in_both_spellings():
-    argv = ['--model-path', '/m', '--api-key', SECRET, '--admin-api-key=' + ADMIN, '--tp-size', '2',
-            '--ssl-keyfile-password', 'pw', '--hf-token', 'hf_x', '--max-total-tokens', '4096', '--api-k', 'abbrev']
+    argv = [
+        '--model-path',
+        '/m',
+        '--api-key',
+        SECRET,
+        '--admin-api-key=' + ADMIN,
+        '--tp-size',
+        '2',
+        '--ssl-keyfile-password',
+        'pw',
+        '--hf-token',
+        'hf_x',
+        '--max-total-tokens',
+        '4096',
+        '--api-k',
+        'abbrev',
+    ]
     masked = fcu.mask_argv(argv)
-    assert masked == ['--model-path', '/m', '--api-key', fcu.MASK, '--admin-api-key=' + fcu.MASK, '--tp-size', '2',
-                      '--ssl-keyfile-password', fcu.MASK, '--hf-token', fcu.MASK, '--max-total-tokens', '4096',
-                      '--api-k', fcu.MASK]
+    assert masked == [
+        '--model-path',
+        '/m',
+        '--api-key',
+        fcu.MASK,
+        '--admin-api-key=' + fcu.MASK,
+        '--tp-size',
+        '2',
+        '--ssl-keyfile-password',
+        fcu.MASK,
+        '--hf-token',
+        fcu.MASK,
+        '--max-total-tokens',
+        '4096',
+        '--api-k',
+        fcu.MASK,
+    ]
     assert fcu.secret_values(argv) == [SECRET, ADMIN, 'pw', 'hf_x', 'abbrev']
 
 
@@ -168,8 +197,7 @@ def test_secret_flags_are_words_not_substrings():
 
 def test_scrub_reaches_nested_strings():
     value = {'error': 'unrecognized arguments: --api-keys ' + SECRET, 'list': [SECRET + '!'], 'n': 3, 'b': None}
-    assert fcu.scrub(value, [SECRET]) == {'error': 'unrecognized arguments: --api-keys ' + fcu.MASK,
-                                          'list': [fcu.MASK + '!'], 'n': 3, 'b': None}
+    assert fcu.scrub(value, [SECRET]) == {'error': 'unrecognized arguments: --api-keys ' + fcu.MASK, 'list': [fcu.MASK + '!'], 'n': 3, 'b': None}
 
 
 def test_parse_probe_output_takes_the_last_marked_line():
@@ -191,31 +219,46 @@ def test_release_of():
 
 
 def test_message_for_unknown_ddtree_flags():
-    result = {'sglang_version': '0.5.23', 'unknown_flags': ['--speculative-ddtree-budget'],
-              'error': 'sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8'}
+    result = {
+        'sglang_version': '0.5.23',
+        'unknown_flags': ['--speculative-ddtree-budget'],
+        'error': 'sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8',
+    }
     msg = fcu.build_message(result, '/opt/ddtree/ml-env/releases/3f9a')
-    assert msg.startswith('The installed sglang 0.5.23 in /opt/ddtree/ml-env/releases/3f9a does not know '
-                          '--speculative-ddtree-budget: sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8')
+    assert msg.startswith(
+        'The installed sglang 0.5.23 in /opt/ddtree/ml-env/releases/3f9a does not know '
+        '--speculative-ddtree-budget: sglang serve: error: unrecognized arguments: --speculative-ddtree-budget 8'
+    )
     assert 'lacks the DDTree patch' in msg and msg.endswith('(refused before the service was touched)')
 
 
 def test_message_for_a_bad_value_names_the_flag():
-    result = {'sglang_version': '0.5.23', 'unknown_flags': [],
-              'error': "sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'two'"}
+    result = {
+        'sglang_version': '0.5.23',
+        'unknown_flags': [],
+        'error': "sglang serve: error: argument --tp-size/--tensor-parallel-size: invalid int value: 'two'",
+    }
     msg = fcu.build_message(result, '/r')
     assert msg.startswith("The installed sglang 0.5.23 in /r refuses --tp-size: sglang serve: error: argument")
     assert 'DDTree' not in msg
 
 
 def test_message_for_an_unknown_algorithm_and_for_both_kinds():
-    algo = {'sglang_version': '0.5.23', 'unknown_flags': [], 'error': 'Unknown speculative algorithm name: DDTREE',
-            'error_flag': '--speculative-algorithm', 'error_value': 'DDTREE'}
+    algo = {
+        'sglang_version': '0.5.23',
+        'unknown_flags': [],
+        'error': 'Unknown speculative algorithm name: DDTREE',
+        'error_flag': '--speculative-algorithm',
+        'error_value': 'DDTREE',
+    }
     assert fcu.build_message(algo, '/r').startswith(
         'The installed sglang 0.5.23 in /r refuses --speculative-algorithm DDTREE: Unknown speculative algorithm name: DDTREE; '
-        'this build lacks the DDTree patch')
+        'this build lacks the DDTree patch'
+    )
     both = {'sglang_version': None, 'unknown_flags': ['--foo'], 'error': "sglang serve: error: argument --load-format: invalid choice: 'x'"}
     assert fcu.build_message(both, '/r').startswith(
-        "The installed sglang (version unknown) in /r does not know --foo and refuses --load-format: sglang serve: error:")
+        "The installed sglang (version unknown) in /r does not know --foo and refuses --load-format: sglang serve: error:"
+    )
 
 
 def test_error_flag_of():
@@ -226,9 +269,21 @@ def test_error_flag_of():
 
 # --- the probe, run by this interpreter against the stand-in --------------------------------
 
+
 def test_probe_accepts_known_flags_and_reports_values(fake_sglang):
-    answer = probe(fake_sglang, '--model-path', '/m', '--tp-size', '2', '--speculative-algorithm', 'DDTREE',
-                   '--speculative-ddtree-budget', '16', '--context-length', '32768')
+    answer = probe(
+        fake_sglang,
+        '--model-path',
+        '/m',
+        '--tp-size',
+        '2',
+        '--speculative-algorithm',
+        'DDTREE',
+        '--speculative-ddtree-budget',
+        '16',
+        '--context-length',
+        '32768',
+    )
     assert answer['valid'] is True and answer['error'] is None and answer['unknown_flags'] == []
     assert answer['sglang_version'] == '0.5.23'
     assert answer['checks'] == ['argparse', 'server_args', 'speculative_algorithm']
@@ -266,8 +321,10 @@ def test_probe_captures_warnings_of_parsing(fake_sglang):
     answer = probe(fake_sglang, '--model-path', '/m', '--disable-cuda-graph', '--context-length', '131072')
     assert answer['valid'] is True
     # logged before prepare_server_args' basicConfig(force=True), warned after it; ANSI colours gone
-    assert answer['warnings'] == ["'--disable-cuda-graph' is deprecated and will be removed in a future release.",
-                                  'UserWarning: context_length 131072 is beyond what this stand-in was tested with']
+    assert answer['warnings'] == [
+        "'--disable-cuda-graph' is deprecated and will be removed in a future release.",
+        'UserWarning: context_length 131072 is beyond what this stand-in was tested with',
+    ]
 
 
 def test_probe_never_answers_with_a_secret(fake_sglang):
@@ -287,7 +344,7 @@ def test_probe_keeps_secrets_off_its_command_line(fake_sglang):
         return run(args, data, cwd, environ_update)
 
     fcu.run_probe(spy, TIMEOUT, sys.executable, ['--model-path', '/m', '--api-key', SECRET], environment=fake_sglang)
-    (args, data, cwd), = seen
+    ((args, data, cwd),) = seen
     assert SECRET not in ' '.join(args) and SECRET in data
     assert args[:3] == [TIMEOUT, '--kill-after=10', '180'] and args[3:5] == [sys.executable, '-c']
     # a private working directory, gone afterwards: no stray sglang/ in the cwd shadows the release's
@@ -317,14 +374,14 @@ def test_probe_timeout(tmp_path):
 
 # --- the module ------------------------------------------------------------------------------
 
+
 def _module(args):
     with patch_module_args(args):
         fc.main()
 
 
 def test_module_fails_naming_flag_version_and_release(fake_python):
-    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-ddtree-shadow-linear', '--api-key', SECRET],
-            'env': {'SGLANG_TEST': '1'}}
+    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-ddtree-shadow-linear', '--api-key', SECRET], 'env': {'SGLANG_TEST': '1'}}
     with pytest.raises(FailJson) as e:
         _module(args)
     result = e.value.args[0]
@@ -338,8 +395,7 @@ def test_module_fails_naming_flag_version_and_release(fake_python):
 
 
 def test_module_returns_without_failing_when_asked(fake_python):
-    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-algorithm', 'NOPE'],
-            'fail_on_invalid': False}
+    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--speculative-algorithm', 'NOPE'], 'fail_on_invalid': False}
     with pytest.raises(ExitJson) as e:
         _module(args)
     result = e.value.args[0]
@@ -347,8 +403,11 @@ def test_module_returns_without_failing_when_asked(fake_python):
 
 
 def test_module_passes_and_warns(fake_python):
-    args = {'python': fake_python, 'argv': ['--model-path', '/m', '--disable-cuda-graph'],
-            'env': {'LD_PRELOAD': '/srv/models/evil.so', 'PYTHONSTARTUP': '/srv/models/evil.py', 'SGLANG_TEST': '1'}}
+    args = {
+        'python': fake_python,
+        'argv': ['--model-path', '/m', '--disable-cuda-graph'],
+        'env': {'LD_PRELOAD': '/srv/models/evil.so', 'PYTHONSTARTUP': '/srv/models/evil.py', 'SGLANG_TEST': '1'},
+    }
     with pytest.raises(ExitJson) as e:
         _module(args)
     result = e.value.args[0]
@@ -362,46 +421,51 @@ def test_module_without_interpreter(tmp_path):
     python = str(tmp_path / 'releases' / 'abc' / 'bin' / 'python')
     with pytest.raises(FailJson) as e:
         _module({'python': python, 'argv': ['--model-path', '/m']})
-    assert e.value.args[0]['msg'] == ('No interpreter at %s, so the flags cannot be checked: is the release %s built?'
-                                      % (python, os.path.dirname(os.path.dirname(python))))
+    assert e.value.args[0]['msg'] == (
+        'No interpreter at %s, so the flags cannot be checked: is the release %s built?' % (python, os.path.dirname(os.path.dirname(python)))
+    )
     with pytest.raises(ExitJson) as e:
         _module({'python': python, 'argv': ['--model-path', '/m'], '_ansible_check_mode': True})
     assert e.value.args[0]['skipped'] is True
 
 
 def test_module_without_sglang_fails_even_when_told_not_to(tmp_path):
-    args = {'python': sys.executable, 'argv': ['--model-path', '/m'], 'module': 'no_such_sglang.server_args',
-            'fail_on_invalid': False}
+    args = {'python': sys.executable, 'argv': ['--model-path', '/m'], 'module': 'no_such_sglang.server_args', 'fail_on_invalid': False}
     with pytest.raises(FailJson) as e:
         _module(args)
     assert e.value.args[0]['msg'].startswith("Cannot ask the sglang of %s about the unit's flags: cannot import" % sys.prefix)
 
 
 def test_one_list_names_the_secret_args_of_sglang_and_the_router():
-    args = {'api_key': 'a', 'admin_api_key': 'b', 'ssl_keyfile_password': 'c', 'control_plane_api_keys': 'd',
-            'ssl_keyfile': '/k.pem', 'max_total_tokens': 8, 'tokenizer_path': '/t', 'retry_max_retries': 3}
+    args = {
+        'api_key': 'a',
+        'admin_api_key': 'b',
+        'ssl_keyfile_password': 'c',
+        'control_plane_api_keys': 'd',
+        'ssl_keyfile': '/k.pem',
+        'max_total_tokens': 8,
+        'tokenizer_path': '/t',
+        'retry_max_retries': 3,
+    }
     assert sglang_args.secret_arg_names(args) == ['admin_api_key', 'api_key', 'control_plane_api_keys', 'ssl_keyfile_password']
     assert sglang_args.secret_arg_names(['api_key']) == []
 
 
 def test_scrub_masks_secret_flag_values_written_in_text():
-    text = ("launch_server --api-key k1 --ssl-keyfile /k.pem --admin-api-key='k 2' --control-plane-api-keys=k3 "
-            "--max-total-tokens 4096")
+    text = "launch_server --api-key k1 --ssl-keyfile /k.pem --admin-api-key='k 2' --control-plane-api-keys=k3 --max-total-tokens 4096"
     assert fcu.scrub_text(text) == (
-        "launch_server --api-key ******** --ssl-keyfile /k.pem --admin-api-key=******** --control-plane-api-keys=******** "
-        "--max-total-tokens 4096")
+        "launch_server --api-key ******** --ssl-keyfile /k.pem --admin-api-key=******** --control-plane-api-keys=******** --max-total-tokens 4096"
+    )
     assert fcu.scrub({'d': [text]}, [])['d'][0] == fcu.scrub_text(text)
 
 
 def test_every_value_of_a_secret_flag_that_takes_several_is_masked():
     # the router's --api-keys and --control-plane-api-keys take several keys: each is a secret
     argv = ['--control-plane-api-keys', 'k1', 'k2', '--port', '30000', '--api-key', 's1', 'x', '--api-keys=k3']
-    assert fcu.mask_argv(argv) == ['--control-plane-api-keys', fcu.MASK, fcu.MASK, '--port', '30000', '--api-key', fcu.MASK,
-                                   'x', '--api-keys=' + fcu.MASK]
+    assert fcu.mask_argv(argv) == ['--control-plane-api-keys', fcu.MASK, fcu.MASK, '--port', '30000', '--api-key', fcu.MASK, 'x', '--api-keys=' + fcu.MASK]
     assert fcu.secret_values(argv) == ['k1', 'k2', 's1', 'k3']
     text = 'router ran with --control-plane-api-keys k1 k2 k3 --port 30000 --api-key s1 then failed'
-    assert fcu.scrub_text(text) == ('router ran with --control-plane-api-keys %s %s %s --port 30000 --api-key %s then failed'
-                                    % ((fcu.MASK,) * 4))
+    assert fcu.scrub_text(text) == ('router ran with --control-plane-api-keys %s %s %s --port 30000 --api-key %s then failed' % ((fcu.MASK,) * 4))
 
 
 def test_module_keeps_the_units_pythonpath_out_of_roots_probe(fake_sglang):

@@ -68,8 +68,7 @@ def run(args):
 
 
 WORKLOAD = {'requests': 6, 'concurrency': 3, 'rounds': 2}
-PROMPTS = [{'prompt': 'Alice was beginning to get very tired', 'output_tokens': 16},
-           {'prompt': 'of sitting by her sister on the bank', 'output_tokens': 16}]
+PROMPTS = [{'prompt': 'Alice was beginning to get very tired', 'output_tokens': 16}, {'prompt': 'of sitting by her sister on the bank', 'output_tokens': 16}]
 
 
 def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faster_one_passes(tmp_path):
@@ -79,8 +78,17 @@ def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faste
     env.write_text('SGLANG_API_KEY="k-4711"\n')
     lkg, unit, results = tmp_path / 'lkg.service', tmp_path / 'new.service', tmp_path / 'gate' / 'results.json'
     unit.write_text('[Service]\nExecStart=/bin/linear\n')
-    args = {'base_url': url, 'unit_path': str(unit), 'baseline_unit_path': str(lkg), 'results_path': str(results),
-            'workload': WORKLOAD, 'prompts': PROMPTS, 'min_ratio': 1.1, 'api_key_env_file': str(env), 'release': 'r1'}
+    args = {
+        'base_url': url,
+        'unit_path': str(unit),
+        'baseline_unit_path': str(lkg),
+        'results_path': str(results),
+        'workload': WORKLOAD,
+        'prompts': PROMPTS,
+        'min_ratio': 1.1,
+        'api_key_env_file': str(env),
+        'release': 'r1',
+    }
     try:
         # no last known good unit: the numbers become the baseline
         kind, res = run(args)
@@ -89,20 +97,22 @@ def test_first_gate_records_a_baseline_then_a_slower_unit_is_refused_and_a_faste
         assert res['measured']['completed'] == 12 and res['measured']['failed'] == 0 and res['measured']['output_tokens'] == 192
         assert len(res['measured']['rounds']) == 2 and res['interval'] is None
         # 4 tokens per 0.02 s step: an adjusted ITL of about 5 ms
-        assert 4.0 <= res['measured']['itl_p50_ms'] <= 15.0
+        # (bounded loosely: the suite runs beside the lab's scenarios, on a loaded machine)
+        assert 4.0 <= res['measured']['itl_p50_ms'] <= 30.0
         assert 'k-4711' not in json.dumps(res)
         assert all(b['stream'] and b['sampling_params']['ignore_eos'] for b in state['bodies'])
         assert len(state['bodies']) == 13  # one warm-up request, not counted
         assert {b['text'] for b in state['bodies']} == {p['prompt'] for p in PROMPTS}
         linear = res['measured']['output_throughput']
-        # the linear unit is now last known good; the candidate streams at half the speed
+        # the linear unit is now last known good; the candidate streams at a quarter of the speed: slower beyond any
+        # interval a loaded machine's spread could give two rounds
         lkg.write_text(unit.read_text())
         unit.write_text('[Service]\nExecStart=/bin/ddtree\n')
-        state['step_s'] = 0.04
+        state['step_s'] = 0.08
         kind, res = run(args)
         assert kind is FailJson and res['outcome'] == 'refused' and res['cause'] == 'gate_refused'
         assert res['baseline']['measured']['output_throughput'] == linear
-        assert 0.4 < res['ratio'] < 0.7 and res['interval'][0] < res['ratio'] < res['interval'][1] < 1.1
+        assert 0.15 < res['ratio'] < 0.4 and res['interval'][0] < res['ratio'] < res['interval'][1] < 1.1
         assert res['msg'].startswith('throughput gate refused the unit: output throughput ')
         assert '(interval %.3f-%.3f at 99 %% confidence a side), below min_ratio 1.1' % tuple(res['interval']) in res['msg']
         # the same candidate, faster than the baseline: passed

@@ -24,9 +24,10 @@ PREFIX = '[2026-11-29 09:00:00 TP0] '
 
 
 def show(active='active', sub='running', pid=4242, restarts=0, code=0, status=0, result='success'):
-    return ('ActiveState=%s\nSubState=%s\nMainPID=%d\nNRestarts=%d\nExecMainCode=%d\nExecMainStatus=%d\nResult=%s\n'
-            'InvocationID=%s\nLoadState=loaded\nExecMainStartTimestampMonotonic=0\n'
-            % (active, sub, pid, restarts, code, status, result, INVOCATION))
+    return (
+        'ActiveState=%s\nSubState=%s\nMainPID=%d\nNRestarts=%d\nExecMainCode=%d\nExecMainStatus=%d\nResult=%s\n'
+        'InvocationID=%s\nLoadState=loaded\nExecMainStartTimestampMonotonic=0\n' % (active, sub, pid, restarts, code, status, result, INVOCATION)
+    )
 
 
 class FakeHost:
@@ -48,8 +49,12 @@ class FakeHost:
             out = ''
             for message in batch:
                 self.cursor += 1
-                out += json.dumps({'__CURSOR': 's=%d' % self.cursor, '__REALTIME_TIMESTAMP': '1795945048633054',
-                                   '_SYSTEMD_INVOCATION_ID': INVOCATION, 'MESSAGE': message}) + '\n'
+                out += (
+                    json.dumps(
+                        {'__CURSOR': 's=%d' % self.cursor, '__REALTIME_TIMESTAMP': '1795945048633054', '_SYSTEMD_INVOCATION_ID': INVOCATION, 'MESSAGE': message}
+                    )
+                    + '\n'
+                )
             return 0, out.encode('utf-8'), b''
         raise AssertionError('unexpected command %r' % (args,))
 
@@ -63,11 +68,13 @@ def host(monkeypatch):
 
         def run_command(module, args, **kwargs):
             return fake.run_command(module, args, **kwargs)
+
         monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
         # the test's own HTTP server is not in a unit; ownership is tested on its own below
         monkeypatch.setattr(proc_net, 'port_owner', lambda port, cg, pid: (True, []))
         holder['fake'] = fake
         return fake
+
     return install
 
 
@@ -142,9 +149,14 @@ def run(args):
         sglang_health.main()
 
 
-READY = [PREFIX + 'Load weight begin.', PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph',
-         PREFIX + 'Load weight end.', PREFIX + 'Memory pool end.', 'INFO:     Uvicorn running on http://127.0.0.1:30000',
-         '[2026-11-29 09:00:09] The server is fired up and ready to roll!']
+READY = [
+    PREFIX + 'Load weight begin.',
+    PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph',
+    PREFIX + 'Load weight end.',
+    PREFIX + 'Memory pool end.',
+    'INFO:     Uvicorn running on http://127.0.0.1:30000',
+    '[2026-11-29 09:00:09] The server is fired up and ready to roll!',
+]
 
 
 def test_healthy(host, api):
@@ -161,9 +173,11 @@ def test_healthy(host, api):
 
 
 # vLLM's optional extension failing to import, a WARNING while the server goes on (sgl-project/sglang#1321)
-VLLM_CORE_C_WARNING = ("WARNING 09-04 04:55:04 _core_ext.py:180] Failed to import from vllm._core_C with ImportError("
-                       "'/opt/conda/lib/python3.10/site-packages/vllm/_core_C.abi3.so: undefined symbol: "
-                       "_ZN5torch6detail10class_baseC2ERKSsS3_SsRKSt9type_infoS6_')")
+VLLM_CORE_C_WARNING = (
+    "WARNING 09-04 04:55:04 _core_ext.py:180] Failed to import from vllm._core_C with ImportError("
+    "'/opt/conda/lib/python3.10/site-packages/vllm/_core_C.abi3.so: undefined symbol: "
+    "_ZN5torch6detail10class_baseC2ERKSsS3_SsRKSt9type_infoS6_')"
+)
 
 
 def test_a_warning_never_fails_a_live_server(host, api):
@@ -173,29 +187,35 @@ def test_a_warning_never_fails_a_live_server(host, api):
     result = e.value.args[0]
     assert result['verdict'] == 'healthy' and result['cause'] == ''
     assert 'warnings' not in result, 'Ansible keeps warnings for its own list of strings'
-    assert result['journal_warnings'] == [{'line': VLLM_CORE_C_WARNING, 'class': 'cuda_abi_mismatch'},
-                                          {'line': PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph', 'class': 'flag_ignored'}]
+    assert result['journal_warnings'] == [
+        {'line': VLLM_CORE_C_WARNING, 'class': 'cuda_abi_mismatch'},
+        {'line': PREFIX + 'disable_cuda_graph is ignored for piecewise cuda graph', 'class': 'flag_ignored'},
+    ]
 
 
 def test_evidence_waits_for_the_unit_and_then_names_the_cause(host):
     # constructed: an "[Errno 98]" line that is no exception line; the unit dies a poll later
     side = PREFIX + 'metrics exporter: [Errno 98] Address already in use'
-    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')],
-         [[side], [], []])
+    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')], [[side], [], []])
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
     result = e.value.args[0]
     assert result['cause'] == 'port_in_use'
     # decided by the unit's death, not by the line: the unit's reason is part of the diagnosis
-    assert result['diagnosis'] == ('a port the server binds is already taken by another process (the main process exited '
-                                   'with status 1 (ActiveState=failed, Result=exit-code))')
+    assert result['diagnosis'] == (
+        'a port the server binds is already taken by another process (the main process exited with status 1 (ActiveState=failed, Result=exit-code))'
+    )
     assert result['journal_warnings'] == [{'line': side, 'class': 'port_in_use'}]
 
 
 def test_pool_failure_is_reported_at_once(host):
-    pool = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
-            '  File "pool_configurator.py", line 211, in configure',
-            'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
+    pool = [
+        PREFIX + 'Load weight begin.',
+        PREFIX + 'Load weight end.',
+        'Traceback (most recent call last):',
+        '  File "pool_configurator.py", line 211, in configure',
+        'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88',
+    ]
     host([show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')], [[], pool])
     with pytest.raises(FailJson) as e:
         run({'unit': 'sglang-qwen.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05})
@@ -259,8 +279,7 @@ def test_generate_expect_mismatch(host, api):
 
 
 def test_timeout_names_the_phase(host):
-    host([show()], [[PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', PREFIX + 'Memory pool end.',
-                     PREFIX + 'Capture cuda graph begin.']])
+    host([show()], [[PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', PREFIX + 'Memory pool end.', PREFIX + 'Capture cuda graph begin.']])
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 0.5, 'poll_interval': 0.05})
     result = e.value.args[0]
@@ -270,8 +289,10 @@ def test_timeout_names_the_phase(host):
 
 
 def test_not_failing_when_asked(host):
-    host([show(active='failed', sub='failed', pid=0, code=1, status=2, result='exit-code')],
-         [['usage: launch_server.py [-h]', 'launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 64']])
+    host(
+        [show(active='failed', sub='failed', pid=0, code=1, status=2, result='exit-code')],
+        [['usage: launch_server.py [-h]', 'launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 64']],
+    )
     with pytest.raises(ExitJson) as e:
         run({'unit': 'x.service', 'base_url': closed_port_url(), 'fail_on_unhealthy': False})
     result = e.value.args[0]
@@ -374,6 +395,7 @@ def test_answers_from_another_server_are_not_healthy(host, api, monkeypatch):
 
 # --- slices (slice_s + _resume, driven by the action plugin) and the settle window ----------
 
+
 def journal_calls(fake):
     return [c for c in fake.commands if c[0] == 'journalctl']
 
@@ -381,8 +403,7 @@ def journal_calls(fake):
 def test_slice_without_verdict_is_pending_with_progress_and_resume(host):
     host([show(restarts=3)], [[PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', PREFIX + 'Capture cuda graph begin.']])
     with pytest.raises(ExitJson) as e:
-        run({'unit': 'sglang-qwen.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05,
-             'slice_s': 0.3})
+        run({'unit': 'sglang-qwen.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05, 'slice_s': 0.3})
     result = e.value.args[0]
     assert result['verdict'] == 'pending' and result['healthy'] is False and not result.get('failed')
     assert 0.3 <= result['elapsed_s'] < 3
@@ -399,11 +420,9 @@ def test_resumed_slice_keeps_the_baseline_and_rereads_the_journal(host):
     # slice 1 saw the unit with NRestarts=0; one automatic restart later, a fresh baseline
     # would hide it, the resumed one does not
     fake = host([show(restarts=1)], [[PREFIX + 'Load weight begin.']])
-    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
-              'api': {'stage': 'models'}, 'healthy': {}}
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242, 'api': {'stage': 'models'}, 'healthy': {}}
     with pytest.raises(FailJson) as e:
-        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5,
-             '_resume': resume})
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
     assert e.value.args[0]['cause'] == 'restarted'
     first = journal_calls(fake)[0]
     assert not any(arg.startswith('--after-cursor') for arg in first)  # the invocation from its start
@@ -411,15 +430,17 @@ def test_resumed_slice_keeps_the_baseline_and_rereads_the_journal(host):
 
 def test_resumed_slice_sees_lines_of_earlier_slices(host):
     # the traceback began in an earlier slice; the exception line arrives in this one
-    start = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
-             '  File "pool_configurator.py", line 211, in configure']
+    start = [
+        PREFIX + 'Load weight begin.',
+        PREFIX + 'Load weight end.',
+        'Traceback (most recent call last):',
+        '  File "pool_configurator.py", line 211, in configure',
+    ]
     pool = ['RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
     host([show()], [start + pool])
-    resume = {'started': 0.0, 'slices': 2, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
-              'api': {'stage': 'models'}, 'healthy': {}}
+    resume = {'started': 0.0, 'slices': 2, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242, 'api': {'stage': 'models'}, 'healthy': {}}
     with pytest.raises(FailJson) as e:
-        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5,
-             '_resume': resume})
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
     result = e.value.args[0]
     assert result['cause'] == 'mem_pool_too_small' and result['phase'] == 'sizing_pools'
     assert result['fatal_lines'][0] == 'Traceback (most recent call last):'
@@ -429,8 +450,7 @@ def test_resumed_slice_sees_lines_of_earlier_slices(host):
 def test_new_invocation_between_slices_is_a_restart(host):
     other = 'e' * 32
     fake = host([show().replace(INVOCATION, other)], [[]])
-    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 0,
-              'api': {}, 'healthy': {}}
+    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 0, 'api': {}, 'healthy': {}}
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 1e9, 'slice_s': 5, '_resume': resume})
     result = e.value.args[0]
@@ -442,8 +462,15 @@ def test_new_invocation_between_slices_is_a_restart(host):
 def test_resumed_probe_goes_on_with_the_generation(host, api):
     Api.models_status = 500  # would never get past /v1/models; an earlier slice already did
     host([show()], [READY])
-    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
-              'api': {'stage': 'generate', 'model_id': '/root/models/Qwen3.6-27B', 'generate_failures': 0}, 'healthy': {}}
+    resume = {
+        'started': 0.0,
+        'slices': 1,
+        'invocation_id': INVOCATION,
+        'baseline_restarts': 0,
+        'first_pid': 4242,
+        'api': {'stage': 'generate', 'model_id': '/root/models/Qwen3.6-27B', 'generate_failures': 0},
+        'healthy': {},
+    }
     with pytest.raises(ExitJson) as e:
         run({'unit': 'x.service', 'base_url': api, 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
     result = e.value.args[0]
@@ -454,18 +481,28 @@ def test_resumed_probe_goes_on_with_the_generation(host, api):
 def test_generation_failures_count_across_slices(host, api):
     Api.generate_statuses = [500]
     host([show()], [READY])
-    resume = {'started': 0.0, 'slices': 1, 'invocation_id': INVOCATION, 'baseline_restarts': 0, 'first_pid': 4242,
-              'api': {'stage': 'generate', 'model_id': 'm', 'generate_failures': 1}, 'healthy': {}}
+    resume = {
+        'started': 0.0,
+        'slices': 1,
+        'invocation_id': INVOCATION,
+        'baseline_restarts': 0,
+        'first_pid': 4242,
+        'api': {'stage': 'generate', 'model_id': 'm', 'generate_failures': 1},
+        'healthy': {},
+    }
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': api, 'timeout': 1e9, 'poll_interval': 0.05, 'slice_s': 5, '_resume': resume})
     assert e.value.args[0]['cause'] == 'generation_failed' and 'after 2 attempts' in e.value.args[0]['diagnosis']
 
 
 def test_crash_inside_a_slice_is_decided_at_once(host):
-    pool = [PREFIX + 'Load weight begin.', PREFIX + 'Load weight end.', 'Traceback (most recent call last):',
-            'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88']
-    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')],
-         [[], [], pool])
+    pool = [
+        PREFIX + 'Load weight begin.',
+        PREFIX + 'Load weight end.',
+        'Traceback (most recent call last):',
+        'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88',
+    ]
+    host([show(), show(), show(), show(active='failed', sub='failed', pid=0, code=1, status=1, result='exit-code')], [[], [], pool])
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 30, 'poll_interval': 0.05, 'slice_s': 5})
     result = e.value.args[0]
@@ -489,12 +526,13 @@ def test_no_settle_window_by_default(host, api):
 
 
 def test_death_inside_the_settle_window_fails(host, api):
-    crash = [PREFIX + 'Scheduler hit an exception: Traceback (most recent call last):',
-             'RuntimeError: CUDA error: an illegal memory access was encountered',
-             '[2026-11-29 09:00:12] Received sigquit from a child process. It usually means the child failed.']
+    crash = [
+        PREFIX + 'Scheduler hit an exception: Traceback (most recent call last):',
+        'RuntimeError: CUDA error: an illegal memory access was encountered',
+        '[2026-11-29 09:00:12] Received sigquit from a child process. It usually means the child failed.',
+    ]
     # ten quiet polls after READY (the generation answers meanwhile), then the crash
-    host([show()] * 14 + [show(active='activating', sub='auto-restart', pid=0, code=2, status=9, result='signal')],
-         [READY] + [[]] * 10 + [crash])
+    host([show()] * 14 + [show(active='activating', sub='auto-restart', pid=0, code=2, status=9, result='signal')], [READY] + [[]] * 10 + [crash])
     with pytest.raises(FailJson) as e:
         run({'unit': 'x.service', 'base_url': api, 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30})
     result = e.value.args[0]
@@ -518,8 +556,7 @@ def test_settle_window_goes_on_in_the_next_slice(host, api):
     host([show()], [READY])
     with pytest.raises(ExitJson) as e:
         # no HTTP in a settle slice: the closed port does not matter
-        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30,
-             'slice_s': 0.3, '_resume': resume})
+        run({'unit': 'x.service', 'base_url': closed_port_url(), 'timeout': 10, 'poll_interval': 0.05, 'settle_s': 30, 'slice_s': 0.3, '_resume': resume})
     result = e.value.args[0]
     assert result['verdict'] == 'healthy' and result['settled_s'] >= 30
     assert result['model_id'] == '/root/models/Qwen3.6-27B' and result['generation_text'] == ' Paris.'
@@ -536,6 +573,7 @@ def test_negative_seconds_are_refused(host, name):
 
 class HealthOnly(BaseHTTPRequestHandler):
     """A node of a multi-node SGLang with node_rank > 0: SGLang's dummy health server only."""
+
     paths = []
 
     def log_message(self, *args):
@@ -559,8 +597,15 @@ def test_health_check_for_a_node_without_the_api(host):
     try:
         host([show()], [READY[:4]])
         with pytest.raises(ExitJson) as e:
-            run({'unit': 'sglang-qwen.service', 'base_url': 'http://127.0.0.1:%d' % server.server_address[1],
-                 'timeout': 10, 'poll_interval': 0.05, 'api_check': 'health'})
+            run(
+                {
+                    'unit': 'sglang-qwen.service',
+                    'base_url': 'http://127.0.0.1:%d' % server.server_address[1],
+                    'timeout': 10,
+                    'poll_interval': 0.05,
+                    'api_check': 'health',
+                }
+            )
     finally:
         server.shutdown()
         server.server_close()

@@ -144,15 +144,19 @@ def silent_server(answer):
         for conn in conns:
             conn.close()
         listener.close()
+
     threading.Thread(target=loop, daemon=True).start()
     return stop, 'http://127.0.0.1:%d' % listener.getsockname()[1]
 
 
-@pytest.mark.parametrize('answer, problem', [
-    (b'', 'timed out'),
-    (b'HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nnot json!', 'answered no load'),
-    (b'HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\n{"loads": "x"}', 'answered no load'),
-])
+@pytest.mark.parametrize(
+    'answer, problem',
+    [
+        (b'', 'timed out'),
+        (b'HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\nnot json!', 'answered no load'),
+        (b'HTTP/1.0 200 OK\r\nContent-Length: 14\r\n\r\n{"loads": "x"}', 'answered no load'),
+    ],
+)
 def test_no_answer_or_a_bad_one_is_never_idle(monkeypatch, answer, problem):
     monkeypatch.setattr(mod_load, 'REQUEST_TIMEOUT_S', 0.2)
     stop, url = silent_server(answer)

@@ -19,8 +19,7 @@ HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when ret
 
 
 def tcp_line(port, inode, state='0A'):
-    return '   0: 0100007F:%04X 00000000:0000 %s 00000000:00000000 00:00000000 00000000   999        0 %s 1 0 0 10 0\n' % (
-        port, state, inode)
+    return '   0: 0100007F:%04X 00000000:0000 %s 00000000:00000000 00:00000000 00000000   999        0 %s 1 0 0 10 0\n' % (port, state, inode)
 
 
 def fake_proc(tmp_path, tcp, processes):
@@ -46,18 +45,26 @@ def test_nothing_listens(tmp_path):
 
 
 def test_own_unit_holds_the_port(tmp_path):
-    proc = fake_proc(tmp_path, [tcp_line(30000, 111)], {
-        10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
-    })
+    proc = fake_proc(
+        tmp_path,
+        [tcp_line(30000, 111)],
+        {
+            10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
+        },
+    )
     result = sglang_port_check.proc_net.port_check(30000, {10}, 'sglang-qwen.service', proc)
     assert result['in_use'] is False and result['unit_holds'] is True and result['holders'] == []
 
 
 def test_another_unit_holds_the_port(tmp_path):
-    proc = fake_proc(tmp_path, [tcp_line(30000, 111), tcp_line(30001, 222)], {
-        10: ('python3', '12:pids:/system.slice/sglang-qwen.service\n1:name=systemd:/system.slice/sglang-qwen.service\n', [111]),
-        11: ('sshd', '0::/system.slice/ssh.service\n', [222]),
-    })
+    proc = fake_proc(
+        tmp_path,
+        [tcp_line(30000, 111), tcp_line(30001, 222)],
+        {
+            10: ('python3', '12:pids:/system.slice/sglang-qwen.service\n1:name=systemd:/system.slice/sglang-qwen.service\n', [111]),
+            11: ('sshd', '0::/system.slice/ssh.service\n', [222]),
+        },
+    )
     result = sglang_port_check.proc_net.port_check(30000, set(), 'sglang-other.service', proc)
     assert result['in_use'] is True
     assert result['holders'] == [{'pid': 10, 'name': 'python3', 'unit': 'sglang-qwen.service'}]
@@ -65,10 +72,14 @@ def test_another_unit_holds_the_port(tmp_path):
 
 
 def test_a_stranger_next_to_the_unit(tmp_path):
-    proc = fake_proc(tmp_path, [tcp_line(30000, 111), tcp_line(30000, 333)], {
-        10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
-        20: ('nc', '0::/user.slice/session-1.scope\n', [333]),
-    })
+    proc = fake_proc(
+        tmp_path,
+        [tcp_line(30000, 111), tcp_line(30000, 333)],
+        {
+            10: ('python3', '0::/system.slice/sglang-qwen.service\n', [111]),
+            20: ('nc', '0::/user.slice/session-1.scope\n', [333]),
+        },
+    )
     result = sglang_port_check.proc_net.port_check(30000, {10}, 'sglang-qwen.service', proc)
     assert result['in_use'] is True and result['unit_holds'] is True
     assert result['holders'] == [{'pid': 20, 'name': 'nc', 'unit': 'session-1.scope'}]

@@ -71,6 +71,7 @@ class FakeRouter(object):
                 fake.calls.append(('DELETE', wid))
                 fake.workers = [w for w in fake.workers if w['id'] != wid]
                 self.reply(202, {'status': 'accepted'})
+
         return Handler
 
 
@@ -85,6 +86,7 @@ def fixture_router():
         servers.append(server)
         fake.url = 'http://127.0.0.1:%d' % server.server_address[1]
         return fake
+
     yield start
     for server in servers:
         server.shutdown()
@@ -181,12 +183,14 @@ def test_two_drains_at_once_are_served_one_after_the_other(router, tmp_path):
         time.sleep(0.3)
         fake.workers = [w for w in fake.workers if w['url'] != B]
         first.__exit__(None, None, None)
+
     thread = threading.Thread(target=first_drain)
     thread.start()
     kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent', 'min_healthy': 2, 'lock_path': lock, 'timeout': 5})
     thread.join()
     assert kind is FailJson and res['msg'].startswith(
-        'removing %s from the router at %s would leave 1 healthy worker(s), fewer than min_healthy=2' % (A, fake.url))
+        'removing %s from the router at %s would leave 1 healthy worker(s), fewer than min_healthy=2' % (A, fake.url)
+    )
     assert sorted(w['url'] for w in fake.workers) == [A, C]
 
 
@@ -196,5 +200,6 @@ def test_a_lock_held_past_the_timeout_changes_nothing(router, tmp_path):
     with Guard(lock):
         kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent', 'lock_path': lock, 'timeout': 0.3})
     assert kind is FailJson and res['msg'] == (
-        'another change of the router at %s did not end in time: %s.guard was held by another run for 0.3 s' % (fake.url, lock))
+        'another change of the router at %s did not end in time: %s.guard was held by another run for 0.3 s' % (fake.url, lock)
+    )
     assert fake.calls == [] and len(fake.workers) == 2
