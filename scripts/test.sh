@@ -33,7 +33,7 @@ stage_lint() { ansible-lint --profile production && ruff check --quiet . && ruff
 stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
 stage_changelog() { antsibull-changelog lint && python tests/changelog_fragments.py ; }
-stage_docs() { scripts/role_docs.sh --check && python tests/docs_links.py ; }
+stage_docs() { scripts/role_docs.sh --check && python tests/docs_links.py && python scripts/house_picture.py --check ; }
 # The collection as users get it, built once: every path in the tarball against
 # tests/collection_contents.txt, the docs of every module, filter and role as ansible-doc reads them
 # from the installed copy, version numbers (galaxy.yml, version_added, changelog) in agreement, and

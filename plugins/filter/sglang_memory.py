@@ -2,6 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Memory-fit planner: does an SGLang envelope fit the GPUs, and what is the largest one that does.
 
+Over 400 lines with a reason: the plan follows SGLang's start-up accounting step by step (sglang_memory_plan, in
+the order SGLang sizes weights, state pools, KV pool and requests), and the search for a fitting envelope
+(sglang_memory_recommend) asks that plan; they share the constants and helpers above them.
+
 Pure Python, controller side. The arithmetic re-derives SGLang's own start-up accounting (0.5.x,
 hybrid GDN / mamba models, DFlash-style drafter); it does not import SGLang. The functions it
 follows, by file (python/sglang/srt/...):
