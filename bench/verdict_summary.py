@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The verdict-latency benchmark's report, from its raw records (bench/results/verdict_latency.json).
 
     python3 bench/verdict_summary.py bench/results/verdict_latency.json > bench/results/verdict_latency.md
@@ -55,9 +54,9 @@ def bootstrap_ratio(base, module, resamples=RESAMPLES, level=LEVEL, seed=SEED):
     that ratio over resamples of each arm's runs drawn with replacement."""
     rng = random.Random(seed)
     ratios = []
-    for _ in range(resamples):
-        b = median([rng.choice(base) for _ in base])
-        m = median([rng.choice(module) for _ in module])
+    for dummy in range(resamples):
+        b = median([rng.choice(base) for dummy in base])
+        m = median([rng.choice(module) for dummy in module])
         ratios.append(b / m)
     ratios.sort()
     tail = (1 - level) / 2
@@ -127,22 +126,22 @@ def report(data):
         "The field notes' crash runs at simulator time scale %s (dies %.1f-%.1f s after start; the field notes: 33 s)."
         % ((plan["field_notes_scale"],) + _spread([float(r["start_to_fault_s"]) for r in records if r["case"] == HEADLINE_CASE])),
         "",
-        "| case (fault event) | expected | " + " | ".join(h for _, h in ARMS) + " |",
+        "| case (fault event) | expected | " + " | ".join(h for dummy, h in ARMS) + " |",
         "|---|---|" + "---|" * len(ARMS),
     ]
     for case in plan["cases"]:
-        cells = [cell(runs(records, case["name"], arm)) for arm, _ in ARMS]
+        cells = [cell(runs(records, case["name"], arm)) for arm, dummy in ARMS]
         out.append("| %s (%s) | %s | %s |" % (case["name"], case["event_label"], case["expect"], " | ".join(cells)))
     out += [
         "",
         "How many times sooner the module's verdict came (ratio of medians; in brackets the 95 % bootstrap interval):",
         "",
-        "| case | " + " | ".join(heading[arm] + " / module" for arm, _ in ARMS[1:]) + " |",
+        "| case | " + " | ".join(heading[arm] + " / module" for arm, dummy in ARMS[1:]) + " |",
         "|---|" + "---|" * (len(ARMS) - 1),
     ]
     for case in plan["cases"]:
         module = runs(records, case["name"], "module")
-        out.append("| %s | %s |" % (case["name"], " | ".join(ratio_cell(runs(records, case["name"], arm), module) for arm, _ in ARMS[1:])))
+        out.append("| %s | %s |" % (case["name"], " | ".join(ratio_cell(runs(records, case["name"], arm), module) for arm, dummy in ARMS[1:])))
     arm, module_s, loop_s, value, low, high = headline(records)
     out += [
         "",
@@ -152,7 +151,7 @@ def report(data):
         "Runs, fault to verdict (s):",
     ]
     for case in plan["cases"]:
-        for arm, _ in ARMS:
+        for arm, dummy in ARMS:
             recs = runs(records, case["name"], arm)
             if recs:
                 out.append("- %s, %s: %s" % (case["name"], arm, ", ".join("%.2f" % x for x in seconds(recs))))

@@ -111,7 +111,7 @@ def picture(root):
     big = []
     for path in files:
         with open(os.path.join(root, path), encoding='utf-8') as handle:
-            count = sum(1 for _ in handle)
+            count = sum(1 for dummy in handle)
         if count > 400:
             big.append((path, count, says_why(root, path)))
     includes = task_includes(root)

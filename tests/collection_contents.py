@@ -167,7 +167,7 @@ def ansible_version_problems(texts):
     required = str((yaml.safe_load(texts.get("meta/runtime.yml", "")) or {}).get("requires_ansible", ""))
     if not required.startswith(">="):
         return ["meta/runtime.yml: requires_ansible %r is not a lower bound (>=X.Y.Z)" % required]
-    floor = (parse_version(required[2:].split(",")[0].strip()) or ())[:2]
+    floor = (parse_version(required[2:].split(",", maxsplit=1)[0].strip()) or ())[:2]
     problems = []
     for name, text in sorted(texts.items()):
         if name.startswith("roles/") and name.endswith("/meta/main.yml"):
