@@ -85,7 +85,7 @@ def cell(recs):
 
 
 def ratio_cell(base, module):
-    """How many times sooner the module's verdict came than base's, with its interval."""
+    """base's median over the module's (above 1: the module's verdict came sooner), with its interval."""
     if not base:
         return "-"
     if not all_right(base):
@@ -134,7 +134,7 @@ def report(data):
         out.append("| %s (%s) | %s | %s |" % (case["name"], case["event_label"], case["expect"], " | ".join(cells)))
     out += [
         "",
-        "How many times sooner the module's verdict came (ratio of medians; in brackets the 95 % bootstrap interval):",
+        "Each loop's median over the module's (above 1x the module's verdict came sooner, below 1x later; in brackets the 95 % bootstrap interval):",
         "",
         "| case | " + " | ".join(heading[arm] + " / module" for arm, dummy in ARMS[1:]) + " |",
         "|---|" + "---|" * (len(ARMS) - 1),
@@ -145,8 +145,9 @@ def report(data):
     arm, module_s, loop_s, value, low, high = headline(records)
     out += [
         "",
-        "Headline: on %s the module's verdict came %s sooner than the strongest loop (%s: %.2f s against %.2f s, medians;"
-        " 95 %% bootstrap interval %s-%s)." % (HEADLINE_CASE, ratio_text(value), heading[arm], module_s, loop_s, ratio_text(low), ratio_text(high)),
+        "Headline: on %s the strongest loop (%s) took %.2f s and the module %.2f s (medians); the loop's time over the"
+        " module's is %s, 95 %% bootstrap interval %s-%s."
+        % (HEADLINE_CASE, heading[arm], loop_s, module_s, ratio_text(value), ratio_text(low), ratio_text(high)),
         "",
         "Runs, fault to verdict (s):",
     ]
