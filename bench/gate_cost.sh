@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What the throughput gate costs a deploy in wall time (not a test; CI never runs it). On one lab host
-# (podman exec, inventory/lab.yml), RUNS pairs of deploys that each replace the unit (a new
-# BENCH_RUN value in the unit's environment, so every deploy restarts and is judged): one with the
-# gate off, one with it on at its default workload (24 requests, 4 at once, up to 128 tokens in and
-# out, one warm-up), alternating so that both arms see the same machine, each timed by this
-# script's clock from the start of ansible-playbook to its end. min_ratio 0.5: the bench measures the
+# What the throughput gate costs a deploy in wall time (not a test; CI never runs it). On one lab host,
+# reached over SSH as operators run it (inventory/lab.yml with inventory/lab_ssh.yml), RUNS pairs of
+# deploys that each replace the unit (a new BENCH_RUN value in the unit's environment, so every deploy
+# restarts and is judged): one with the gate off, one with it on at its default workload (one warm-up,
+# then 3 rounds of 24 of the role's prose prompts, 4 at once, 128 output tokens each), alternating so
+# that both arms see the same machine, each timed by this script's clock from the start of
+# ansible-playbook to its end. min_ratio 0.5: the bench measures the
 # cost, not a refusal. The gate's own seconds (gate_s) and numbers come from the host's results file.
 # The server is the lab's SIMULATED SGLang (docs/dev/lab.md, "Throughput model"): its tokens/s are the
 # model's, so the gate's seconds here are those of this workload at the model's speed.
@@ -23,7 +24,9 @@ RESULTS=/var/lib/ddtree-sglang/gate/sglang-qwen.service.json
 . bench/lib/deploy_runs.sh
 mkdir -p "$OUT"
 lab/up.sh "$HOST" >/dev/null
-ansible-playbook -i inventory/lab.yml lab/prepare.yml -l "$HOST" >/dev/null
+INVENTORY="-i inventory/lab.yml -i inventory/lab_ssh.yml"
+# shellcheck disable=SC2086
+ansible-playbook $INVENTORY lab/prepare.yml -l "$HOST" >/dev/null
 COLLECTIONS="$ROOT/.deps/tree:$ROOT/.deps"
 declare -A ARGS=([off]="" [on]="-e sglang_service_gate=true -e sglang_service_gate_min_ratio=0.5")
 
@@ -31,7 +34,7 @@ declare -A ARGS=([off]="" [on]="-e sglang_service_gate=true -e sglang_service_ga
 deploy() {
   local seconds changed
   # shellcheck disable=SC2086
-  read -r seconds _ changed < <(run "$1" "$ROOT" "$COLLECTIONS" "-i inventory/lab.yml" "$2" \
+  read -r seconds _ changed < <(run "$1" "$ROOT" "$COLLECTIONS" "$INVENTORY" "$2" \
     -e "{\"sglang_service_environment\": {\"BENCH_RUN\": \"$1-$2\"}}" ${ARGS[$1]})
   [ "${changed:-0}" -gt 0 ] || { echo "deploy $1 $2 changed nothing: $OUT/$1-$2.log" >&2; exit 1; }
   echo "$seconds"
