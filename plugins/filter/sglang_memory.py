@@ -219,7 +219,11 @@ def _gib(value):
 
 
 def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options):
-    """Per-GPU memory plan of an SGLang envelope; see sglang_memory_plan.yml."""
+    """Per-GPU memory plan of an SGLang envelope; see sglang_memory_plan.yml.
+
+    SGLang's start-up accounting, one step a function in the order SGLang sizes things: the envelope's numbers,
+    the budget before and after the weights, the cost of one token and one request, the pools, the requests they
+    admit, then what does not fit. Each step adds its figures to ``s`` (the plan's scratch)."""
     if not isinstance(envelope, dict):
         _fail(f"envelope must be a dict of SGLang flags, got {type(envelope).__name__}")
     unknown = set(options) - PLAN_OPTIONS
@@ -229,152 +233,181 @@ def sglang_memory_plan(envelope, model_config, gpu, draft_config=None, **options
     opt.update({k: v for k, v in options.items() if v is not None})
     target = _text_config(model_config, "model_config")
     draft = _text_config(draft_config, "draft_config") if draft_config else None
-    reasons, warnings = [], []
+    s = {"reasons": [], "warnings": []}
+    _plan_envelope(s, envelope, target, draft, opt)
+    _plan_budget(s, envelope, gpu, target, draft, opt)
+    _plan_cells(s, target, draft)
+    _plan_pools(s, envelope)
+    _plan_requests(s, envelope)
+    _plan_verdict(s, opt)
+    plan = {key: s[key] for key in PLAN_KEYS}
+    plan["fits"] = not s["reasons"]
+    plan["reasons"], plan["warnings"] = s["reasons"], s["warnings"]
+    plan["gib"] = {k[: -len("_bytes")]: _gib(v) for k, v in plan.items() if k.endswith("_bytes")}
+    return plan
 
-    tp = int(envelope.get("tp_size") or envelope.get("tensor_parallel_size") or 1)
+
+# the plan's figures, in the order the plan lists them (then fits, reasons, warnings, gib)
+PLAN_KEYS = (
+    "tp_size", "mem_fraction_static", "context_length", "max_running_requests", "max_running_requests_effective",
+    "speculative_num_draft_tokens", "full_attention_layers", "linear_attention_layers", "gpu_memory_bytes",
+    "runtime_overhead_bytes", "available_before_load_bytes", "static_budget_bytes", "target_weights_bytes",
+    "draft_weights_bytes", "rest_after_weights_bytes", "kv_bytes_per_token", "target_kv_bytes_per_token",
+    "draft_kv_bytes_per_token", "state_bytes_per_request", "spec_state_bytes", "state_pool_slots", "state_pool_bytes",
+    "kv_pool_bytes", "max_total_num_tokens", "full_context_requests", "outside_pool_bytes", "reserve_bytes", "headroom_bytes",
+)  # fmt: skip
+
+
+def _plan_envelope(s, envelope, target, draft, opt):
+    """The envelope's numbers, with SGLang's defaults where it leaves them unset."""
+    s["tp_size"] = int(envelope.get("tp_size") or envelope.get("tensor_parallel_size") or 1)
     f = float(envelope.get("mem_fraction_static") or opt["mem_fraction_static"])
     if not 0 < f < 1:
         _fail(f"mem_fraction_static must be in (0, 1), got {f}")
-    page = int(envelope.get("page_size") or opt["page_size"])
+    s["mem_fraction_static"] = f
+    s["page"] = int(envelope.get("page_size") or opt["page_size"])
     model_len = int(target.get("max_position_embeddings") or 0)
     context = int(envelope.get("context_length") or model_len or 0)
     if context <= 0:
         _fail("no context_length in the envelope and no max_position_embeddings in model_config")
     if model_len and context > model_len:
-        warnings.append(f"context_length {context} exceeds the model's max_position_embeddings {model_len}")
-    speculative = bool(envelope.get("speculative_algorithm"))
-    requested_mrr = envelope.get("max_running_requests")
+        s["warnings"].append(f"context_length {context} exceeds the model's max_position_embeddings {model_len}")
+    s["context_length"] = context
+    s["speculative"] = speculative = bool(envelope.get("speculative_algorithm"))
+    s["requested_mrr"] = requested_mrr = envelope.get("max_running_requests")
     # server_args.py::_handle_speculative_decoding: 48 when speculative decoding leaves it unset
-    mrr = int(requested_mrr) if requested_mrr else (opt["spec_max_running_requests"] if speculative else None)
-    draft_tokens = _num_draft_tokens(envelope, draft) if speculative else 0
-    radix_off = bool(envelope.get("disable_radix_cache"))
-    ratio_r = float(envelope.get("mamba_full_memory_ratio") or opt["mamba_full_memory_ratio"])
+    s["max_running_requests"] = int(requested_mrr) if requested_mrr else (opt["spec_max_running_requests"] if speculative else None)
+    s["speculative_num_draft_tokens"] = _num_draft_tokens(envelope, draft) if speculative else 0
+    s["radix_off"] = bool(envelope.get("disable_radix_cache"))
+    s["ratio_r"] = float(envelope.get("mamba_full_memory_ratio") or opt["mamba_full_memory_ratio"])
 
+
+def _plan_budget(s, envelope, gpu, target, draft, opt):
+    """The memory before the weights load, the static budget, the weights, and what is left for the pools."""
+    tp = s["tp_size"]
     gpu_bytes, gpu_count = _gpu_memory_bytes(gpu, tp)
     if gpu_count < tp:
-        reasons.append(f"tp_size {tp} needs {tp} GPUs, the host has {gpu_count}")
-
+        s["reasons"].append(f"tp_size {tp} needs {tp} GPUs, the host has {gpu_count}")
     # model_runner.py::init_torch_distributed -> min_per_gpu_memory (before weights)
     overhead = int((opt["cuda_context_gib"] + (opt["nccl_gib"] if tp > 1 else 0)) * GIB)
     before_load = gpu_bytes - overhead
     dtype_bytes = _model_dtype_bytes(target, envelope, "model_config")
     kv_dtype = envelope.get("kv_cache_dtype")
-    kv_bytes = dtype_bytes if kv_dtype in (None, "auto") else _dtype_bytes(kv_dtype, "kv_cache_dtype")
-    ssm_bytes = _dtype_bytes(opt.get("mamba_ssm_dtype") or target.get("mamba_ssm_dtype") or "float32", "mamba_ssm_dtype")
-
+    s["kv_bytes"] = dtype_bytes if kv_dtype in (None, "auto") else _dtype_bytes(kv_dtype, "kv_cache_dtype")
+    s["ssm_bytes"] = _dtype_bytes(opt.get("mamba_ssm_dtype") or target.get("mamba_ssm_dtype") or "float32", "mamba_ssm_dtype")
     target_weights = _weights_bytes(target, opt.get("target_weights_bytes"), dtype_bytes, "model_config") // tp
     draft_weights = 0
     if draft:
         draft_weights = _weights_bytes(draft, opt.get("draft_weights_bytes"), _model_dtype_bytes(draft, {}, "draft_config"), "draft_config") // tp
-
     # profile_max_num_token: rest = (before_load - weights) - before_load * (1 - f)
-    static_budget = int(before_load * f)
-    rest_after_weights = static_budget - target_weights
+    static_budget = int(before_load * s["mem_fraction_static"])
+    s.update(
+        gpu_memory_bytes=gpu_bytes,
+        runtime_overhead_bytes=overhead,
+        available_before_load_bytes=before_load,
+        static_budget_bytes=static_budget,
+        target_weights_bytes=target_weights,
+        draft_weights_bytes=draft_weights,
+        rest_after_weights_bytes=static_budget - target_weights,
+    )
 
+
+def _plan_cells(s, target, draft):
+    """What one token of KV cache and one request's recurrent state cost per GPU."""
+    tp = s["tp_size"]
     full_layers, linear_layers = _layer_split(target, "model_config")
-    target_cell = _kv_cell_bytes(target, full_layers, tp, kv_bytes, "model_config")
+    target_cell = _kv_cell_bytes(target, full_layers, tp, s["kv_bytes"], "model_config")
     draft_cell = 0
-    if draft and speculative:
+    if draft and s["speculative"]:
         # pool_configurator.py + dflash_utils.py::scale_kv_cell_size_per_token_for_dflash
-        draft_cell = _kv_cell_bytes(draft, _int(draft, "num_hidden_layers", "draft_config"), tp, kv_bytes, "draft_config")
-    cell = target_cell + draft_cell
+        draft_cell = _kv_cell_bytes(draft, _int(draft, "num_hidden_layers", "draft_config"), tp, s["kv_bytes"], "draft_config")
+    s.update(
+        full_attention_layers=full_layers,
+        linear_attention_layers=linear_layers,
+        target_kv_bytes_per_token=target_cell,
+        draft_kv_bytes_per_token=draft_cell,
+        kv_bytes_per_token=target_cell + draft_cell,
+        state_bytes_per_request=_state_bytes_per_request(target, linear_layers, tp, s["ssm_bytes"], "model_config"),
+    )
 
-    state_per_req = _state_bytes_per_request(target, linear_layers, tp, ssm_bytes, "model_config")
-    rest = rest_after_weights
+
+def _plan_pools(s, envelope):
+    """The speculative intermediate states, the state pool, then the KV pool from what is left."""
+    state_per_req, mrr, cell = s["state_bytes_per_request"], s["max_running_requests"], s["kv_bytes_per_token"]
+    rest = s["rest_after_weights_bytes"]
     spec_state = 0
     mamba_slots = 0
     if state_per_req:
         # handle_max_mamba_cache: intermediate states for verification first
-        if speculative:
-            spec_state = state_per_req * mrr * draft_tokens
+        if s["speculative"]:
+            spec_state = state_per_req * mrr * s["speculative_num_draft_tokens"]
             rest -= spec_state
         if envelope.get("max_mamba_cache_size"):
             mamba_slots = int(envelope["max_mamba_cache_size"])
-        elif radix_off and mrr is not None:
+        elif s["radix_off"] and mrr is not None:
             mamba_slots = mrr
         else:
-            mamba_slots = max(0, int(rest * ratio_r / (1 + ratio_r)) // state_per_req)
+            mamba_slots = max(0, int(rest * s["ratio_r"] / (1 + s["ratio_r"])) // state_per_req)
         rest -= mamba_slots * state_per_req
-    state_pool = mamba_slots * state_per_req
-
     tokens = max(0, rest) // cell if cell else 0
     if envelope.get("max_total_tokens"):
         tokens = min(tokens, int(envelope["max_total_tokens"]))
-    tokens = tokens // page * page
-    kv_pool = tokens * cell
+    tokens = tokens // s["page"] * s["page"]
+    s.update(
+        spec_state_bytes=spec_state,
+        state_pool_slots=mamba_slots,
+        state_pool_bytes=mamba_slots * state_per_req,
+        max_total_num_tokens=tokens,
+        kv_pool_bytes=tokens * cell,
+        full_context_requests=tokens // s["context_length"],
+    )
 
+
+def _plan_requests(s, envelope):
+    """The requests the pools admit: SGLang's max_num_reqs, capped by the state pool, and the running-request cap."""
+    tokens, mrr = s["max_total_num_tokens"], s["max_running_requests"]
     # init_memory: max_num_reqs, capped by the state pool (calculate_mamba_ratio)
     if mrr is None:
-        max_num_reqs = min(max(int(tokens / context * 512), 2048), 4096)
+        max_num_reqs = min(max(int(tokens / s["context_length"] * 512), 2048), 4096)
     else:
         max_num_reqs = mrr
-    if state_per_req:
+    if s["state_bytes_per_request"]:
         mamba_ratio = 1
-        if not radix_off:
+        if not s["radix_off"]:
             mamba_ratio = 3
             if envelope.get("mamba_scheduler_strategy") == "extra_buffer":
-                mamba_ratio += 1 if speculative else 2
-        max_num_reqs = min(max_num_reqs, mamba_slots // mamba_ratio)
+                mamba_ratio += 1 if s["speculative"] else 2
+        max_num_reqs = min(max_num_reqs, s["state_pool_slots"] // mamba_ratio)
     # model_runner.py::initialize: max_running_requests = min(mrr or tokens // 2, pool size)
-    effective_mrr = min(mrr if mrr is not None else tokens // 2, max_num_reqs)
+    s["max_running_requests_effective"] = min(mrr if mrr is not None else tokens // 2, max_num_reqs)
 
+
+def _plan_verdict(s, opt):
+    """What does not fit: the pools, the context, the state pool, and the room outside the static pool."""
+    reasons, warnings = s["reasons"], s["warnings"]
+    tokens, context, effective_mrr = s["max_total_num_tokens"], s["context_length"], s["max_running_requests_effective"]
+    rest_after_weights, spec_state, requested_mrr = s["rest_after_weights_bytes"], s["spec_state_bytes"], s["requested_mrr"]
     if rest_after_weights - spec_state <= 0 or tokens <= 0:
         reasons.append(
             "Not enough memory for the KV/state pools (SGLang: 'Not enough memory. Please try to increase "
-            f"--mem-fraction-static', mem_fraction_static={f}): static budget {_gib(static_budget)} GiB - weights "
-            f"{_gib(target_weights)} GiB - speculative intermediate states {_gib(spec_state)} GiB "
-            f"({mrr} requests x {draft_tokens} draft tokens) leaves {_gib(rest_after_weights - spec_state)} GiB"
+            f"--mem-fraction-static', mem_fraction_static={s['mem_fraction_static']}): static budget {_gib(s['static_budget_bytes'])} GiB - weights "
+            f"{_gib(s['target_weights_bytes'])} GiB - speculative intermediate states {_gib(spec_state)} GiB "
+            f"({s['max_running_requests']} requests x {s['speculative_num_draft_tokens']} draft tokens) leaves {_gib(rest_after_weights - spec_state)} GiB"
         )
     elif tokens < context:
         reasons.append(f"KV pool holds {tokens} tokens, fewer than context_length {context}")
-    if state_per_req and tokens > 0 and effective_mrr < 1:
-        reasons.append(f"state pool of {mamba_slots} slots cannot hold one running request")
+    if s["state_bytes_per_request"] and tokens > 0 and effective_mrr < 1:
+        reasons.append(f"state pool of {s['state_pool_slots']} slots cannot hold one running request")
     elif requested_mrr and effective_mrr < int(requested_mrr):
-        warnings.append(f"SGLang caps max_running_requests {requested_mrr} at {effective_mrr} (state pool {mamba_slots} slots)")
-
-    outside = before_load - static_budget
-    headroom = outside - draft_weights - int(opt["reserve_gib"] * GIB)
+        warnings.append(f"SGLang caps max_running_requests {requested_mrr} at {effective_mrr} (state pool {s['state_pool_slots']} slots)")
+    outside = s["available_before_load_bytes"] - s["static_budget_bytes"]
+    headroom = outside - s["draft_weights_bytes"] - int(opt["reserve_gib"] * GIB)
     if headroom < 0:
         reasons.append(
-            f"outside the static pool {_gib(outside)} GiB per GPU holds the drafter's weights {_gib(draft_weights)} GiB "
+            f"outside the static pool {_gib(outside)} GiB per GPU holds the drafter's weights {_gib(s['draft_weights_bytes'])} GiB "
             f"but not the {opt['reserve_gib']} GiB reserve for activations and CUDA graphs: lower mem_fraction_static"
         )
-
-    plan = {
-        "tp_size": tp,
-        "mem_fraction_static": f,
-        "context_length": context,
-        "max_running_requests": mrr,
-        "max_running_requests_effective": effective_mrr,
-        "speculative_num_draft_tokens": draft_tokens,
-        "full_attention_layers": full_layers,
-        "linear_attention_layers": linear_layers,
-        "gpu_memory_bytes": gpu_bytes,
-        "runtime_overhead_bytes": overhead,
-        "available_before_load_bytes": before_load,
-        "static_budget_bytes": static_budget,
-        "target_weights_bytes": target_weights,
-        "draft_weights_bytes": draft_weights,
-        "rest_after_weights_bytes": rest_after_weights,
-        "kv_bytes_per_token": cell,
-        "target_kv_bytes_per_token": target_cell,
-        "draft_kv_bytes_per_token": draft_cell,
-        "state_bytes_per_request": state_per_req,
-        "spec_state_bytes": spec_state,
-        "state_pool_slots": mamba_slots,
-        "state_pool_bytes": state_pool,
-        "kv_pool_bytes": kv_pool,
-        "max_total_num_tokens": tokens,
-        "full_context_requests": tokens // context,
-        "outside_pool_bytes": outside,
-        "reserve_bytes": int(opt["reserve_gib"] * GIB),
-        "headroom_bytes": headroom,
-        "fits": not reasons,
-        "reasons": reasons,
-        "warnings": warnings,
-    }
-    plan["gib"] = {k[: -len("_bytes")]: _gib(v) for k, v in plan.items() if k.endswith("_bytes")}
-    return plan
+    s.update(outside_pool_bytes=outside, reserve_bytes=int(opt["reserve_gib"] * GIB), headroom_bytes=headroom)
 
 
 def _fits_with(plan, context, mrr):
