@@ -5,6 +5,9 @@
 systemd reader, SGLang's API asked in a background thread (api_probe.HttpProbe), the port's
 owner from /proc, failures named by the signature catalogue. The module holds its options and
 main(); everything it decides is here.
+
+Over 400 lines with a reason: one class, the verdict's loop, whose steps (reading the journal, the unit's
+state, the probe's snapshot, the decision and its result) share its state; the API probe is apart.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -5,6 +5,9 @@
 measured the way SGLang's own benchmark client measures it, and a decision with a noise bound
 against the last known good unit's rounds.
 
+Over 400 lines with a reason: the workload, its measurement and the decision are one contract that the
+module, the role's validation and the gate filter all ask (the same bounds, the same fingerprint).
+
 Measured as sglang.benchmark.serving (SGLang 0.5.x, backend "sglang") does: every request streams
 (``"stream": true``, ``ignore_eos``) and each event names the cumulative ``completion_tokens``;
 TTFT is the time to the first event with text; the gap to each later event is split evenly over
