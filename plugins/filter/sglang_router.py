@@ -15,8 +15,15 @@ import re
 from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import is_host_name_or_address, unsafe_chars
+from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
+    is_host_name_or_address,
+    is_loopback,
+    root_dir_problems,
+    unsafe_chars,
+)
 
 DEFAULT_FRONTS = ['sglang_servers']
 DEFAULT_SERVICE_PORT = 30000
@@ -121,6 +128,73 @@ def sglang_router_pip_source_problems(find_links, index_url):
     return problems
 
 
+# Flags with variables of their own, refused in sglang_router_args
+RESERVED_ARGS = ('host', 'port', 'worker_urls', 'policy', 'health_check_interval_secs')
+
+
+def _positive_int(value, upper=None):
+    text = str(value)
+    return bool(re.match(r'^[0-9]+\Z', text)) and 0 < int(text) and (upper is None or int(text) < upper)
+
+
+def sglang_router_problems(v):
+    """Every problem of the router role's variables (``v`` maps each to its value), each naming the variable and what it
+    allows; [] when they are fine. The worker list, the account on the host and the wheel pins are checked where they
+    are read or rendered (the role's validate entry point)."""
+    problems = []
+    name = v['sglang_router_name']
+    if not (isinstance(name, str) and re.match(r'^[A-Za-z0-9][A-Za-z0-9_.@-]*\Z', name) and not name.endswith('.service')):
+        problems.append('sglang_router_name must be a unit name of letters, digits and "_.@-" without ".service", got %s' % _json(name))
+    fronts = v['sglang_router_fronts']
+    if not (isinstance(fronts, (list, tuple)) and len(fronts) > 0):
+        problems.append('sglang_router_fronts must be a non-empty list of inventory group names (the serving groups the router fronts), got %s' % _json(fronts))
+    host = v['sglang_router_host']
+    if not (is_loopback(host) or boolean(v['sglang_router_expose_api'], strict=False)):
+        problems.append(
+            'sglang_router_host=%s exposes the router, and with it its control plane (POST and DELETE /workers, which take '
+            'no key unless the router is started with --control-plane-api-keys). Allowed: a loopback address (127.x, ::1, '
+            'localhost), or set sglang_router_expose_api: true to mean it.' % host
+        )
+    if not _positive_int(v['sglang_router_port'], 65536):
+        problems.append('sglang_router_port must be an integer in 1-65535, got %s' % _json(v['sglang_router_port']))
+    for key in ('sglang_router_health_check_interval_s', 'sglang_router_wait_timeout_s'):
+        if not _positive_int(v[key]):
+            problems.append('%s must be a positive integer (seconds), got %s' % (key, _json(v[key])))
+    args = v['sglang_router_args']
+    if not isinstance(args, dict) or set(args) & set(RESERVED_ARGS):
+        problems.append(
+            'sglang_router_args must be a dict of further router flags without %s (they have variables of their own: '
+            'sglang_router_host, sglang_router_port, sglang_router_fronts, sglang_router_policy, '
+            'sglang_router_health_check_interval_s), got %s' % (', '.join(RESERVED_ARGS), list(args) if isinstance(args, dict) else type(args).__name__)
+        )
+    secrets = secret_arg_names(args)
+    # names only in the message: the values are the secrets
+    if secrets:
+        problems.append(
+            "sglang_router_args %s would put a secret on the router's command line (ps, /proc/*/cmdline, systemctl show). "
+            'Allowed: flags that carry no key, password or token.' % ', '.join(secrets)
+        )
+    # the role prunes its venvs below it
+    problems += root_dir_problems({'sglang_router_root': v['sglang_router_root']})
+    python = v['sglang_router_python']
+    if not (isinstance(python, str) and python.startswith('/')):
+        problems.append('sglang_router_python must be an absolute path, got %s' % _json(python))
+    user = v['sglang_router_user']
+    if not (isinstance(user, str) and re.match(r'^[a-z_][a-z0-9_-]{0,31}\Z', user)):
+        problems.append(
+            'sglang_router_user must be a system user name (lowercase letters, digits, "_" and "-", at most 32, starting with '
+            'a letter or "_"), got %s' % _json(user)
+        )
+    # pip gets the source as words of one extra_args string: whitespace in it would add pip options
+    problems += sglang_router_pip_source_problems(v['sglang_router_pip_find_links'], v['sglang_router_pip_index_url'])
+    if not v['sglang_router_wheels']:
+        problems.append(
+            'sglang_router_wheels is empty: give the complete wheel set of the router, each {name, version, sha256} '
+            "(sglang-router and what launch_router imports; the lab's is lab/router.lock)"
+        )
+    return problems
+
+
 def sglang_router_routers(group_names, routers, hostvars):
     """The routers (hosts) whose sglang_router_fronts names one of a serving host's groups."""
     mine = set(group_names or [])
@@ -145,4 +219,5 @@ class FilterModule(object):
             'sglang_router_routers': sglang_router_routers,
             'sglang_router_local_url': sglang_router_local_url,
             'sglang_router_pip_source_problems': sglang_router_pip_source_problems,
+            'sglang_router_problems': sglang_router_problems,
         }

@@ -13,6 +13,7 @@ from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import (
     sglang_router_pip_source_problems,
     sglang_router_routers,
     sglang_router_worker_urls,
+    sglang_router_problems,
 )
 
 GROUPS = {'sglang_servers': ['a', 'b', 'c'], 'gpu_a6000_tp2': ['a', 'b'], 'gpu_rtxpro6000_tp8': ['c'], 'routers': ['r1', 'r2']}
@@ -142,3 +143,69 @@ def test_sources_that_are_not_strings_are_refused():
     assert sglang_router_pip_source_problems(['/srv/wheels'], '') == [
         'sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got ["/srv/wheels"] and "".'
     ]
+
+
+ROUTER = {
+    'sglang_router_name': 'sglang-router',
+    'sglang_router_fronts': ['sglang_servers'],
+    'sglang_router_host': '127.0.0.1',
+    'sglang_router_expose_api': False,
+    'sglang_router_port': 30080,
+    'sglang_router_health_check_interval_s': 5,
+    'sglang_router_wait_timeout_s': 120,
+    'sglang_router_args': {'retry_max_retries': 0},
+    'sglang_router_root': '/opt/ddtree/router',
+    'sglang_router_python': '/usr/bin/python3',
+    'sglang_router_user': 'sglang-router',
+    'sglang_router_wheels': [{'name': 'sglang-router', 'version': '0.3.2', 'sha256': 'a' * 64}],
+    'sglang_router_pip_find_links': '/var/cache/wheels',
+    'sglang_router_pip_index_url': '',
+}
+
+
+def test_router_variables_that_are_fine_have_no_problem():
+    assert sglang_router_problems(ROUTER) == []
+
+
+@pytest.mark.parametrize(
+    'change, message',
+    [
+        (
+            {'sglang_router_name': 'router.service'},
+            'sglang_router_name must be a unit name of letters, digits and "_.@-" without ".service", got "router.service"',
+        ),
+        ({'sglang_router_fronts': []}, 'sglang_router_fronts must be a non-empty list of inventory group names (the serving groups the router fronts), got []'),
+        ({'sglang_router_port': 70000}, 'sglang_router_port must be an integer in 1-65535, got 70000'),
+        ({'sglang_router_port': '80\n'}, 'sglang_router_port must be an integer in 1-65535, got "80\\n"'),
+        ({'sglang_router_wait_timeout_s': 0}, 'sglang_router_wait_timeout_s must be a positive integer (seconds), got 0'),
+        ({'sglang_router_health_check_interval_s': 'soon'}, 'sglang_router_health_check_interval_s must be a positive integer (seconds), got "soon"'),
+        ({'sglang_router_python': 'python3'}, 'sglang_router_python must be an absolute path, got "python3"'),
+        (
+            {'sglang_router_wheels': []},
+            'sglang_router_wheels is empty: give the complete wheel set of the router, each {name, version, sha256} '
+            "(sglang-router and what launch_router imports; the lab's is lab/router.lock)",
+        ),
+    ],
+)
+def test_each_router_problem_names_its_variable_and_value(change, message):
+    assert sglang_router_problems(dict(ROUTER, **change)) == [message]
+
+
+@pytest.mark.parametrize('expose', [False, 'no', 'false', '0'])
+def test_a_router_on_every_address_needs_expose_api_true(expose):
+    problems = sglang_router_problems(dict(ROUTER, sglang_router_host='0.0.0.0', sglang_router_expose_api=expose))
+    assert len(problems) == 1 and problems[0].startswith('sglang_router_host=0.0.0.0 exposes the router')
+    assert sglang_router_problems(dict(ROUTER, sglang_router_host='0.0.0.0', sglang_router_expose_api=True)) == []
+
+
+def test_router_args_without_reserved_flags_or_secrets_and_every_problem_at_once():
+    problems = sglang_router_problems(dict(ROUTER, sglang_router_args={'port': 1, 'control_plane_api_keys': 'secret-4711'}, sglang_router_user='Root'))
+    assert problems[0].startswith('sglang_router_args must be a dict of further router flags without host, port, worker_urls, policy,')
+    assert problems[0].endswith("got ['port', 'control_plane_api_keys']")
+    assert problems[1] == (
+        "sglang_router_args control_plane_api_keys would put a secret on the router's command line (ps, /proc/*/cmdline, "
+        'systemctl show). Allowed: flags that carry no key, password or token.'
+    )
+    assert 'secret-4711' not in ' '.join(problems)  # names only: the value is the secret
+    assert problems[2].startswith('sglang_router_user must be a system user name')
+    assert len(problems) == 3
