@@ -11,6 +11,7 @@ A malformed matrix is a configuration error and raises, rather than quietly matc
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -215,8 +216,50 @@ def cuda_overlay_match(gpu_facts, matrix, allow_unpinned=False, variable='cuda_o
     }
 
 
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def cuda_overlay_problems(v):
+    """The problems of the overlay's variables (``v`` maps each to its value), each naming the variables and what they
+    allow; [] when they are fine. The matrix's shape is cuda_overlay_match's to refuse."""
+    problems = []
+    smi, release, python, timeout = (
+        v['cuda_overlay_nvidia_smi_path'],
+        v['cuda_overlay_release_path'],
+        v['cuda_overlay_release_python'],
+        v['cuda_overlay_probe_timeout'],
+    )
+    paths_ok = (
+        isinstance(smi, str) and re.match(r'^(/\S*|[^\s/]+)\Z', smi)
+        and isinstance(release, str) and re.match(r'^(/.*)?\Z', release)
+        and isinstance(python, str) and re.match(r'^(/.*)?\Z', python)
+        and not isinstance(timeout, bool) and re.match(r'^[0-9]+\Z', str(timeout)) and int(str(timeout)) >= 1
+    )  # fmt: skip
+    if not paths_ok:
+        problems.append(
+            'cuda_overlay_nvidia_smi_path must be a command name or an absolute path (default nvidia-smi), cuda_overlay_release_path '
+            "and cuda_overlay_release_python absolute paths or empty (default: role ml_env's release), cuda_overlay_probe_timeout "
+            '1 or more seconds (default 300); got %s, %s, %s, %s.' % (_json(smi), _json(release), _json(python), _json(timeout))
+        )
+    find_links, index_url = v['cuda_overlay_pip_find_links'], v['cuda_overlay_pip_index_url']
+    source_ok = (
+        isinstance(find_links, str) and isinstance(index_url, str)
+        and bool(find_links) != bool(index_url)
+        and (not index_url or re.match(r'^https?://\S+\Z', index_url))
+        and (not find_links or re.match(r'^(/|https?://)\S*\Z', find_links))
+    )  # fmt: skip
+    if not source_ok:
+        problems.append(
+            'Give exactly one wheel source for the overlay: cuda_overlay_pip_find_links (an absolute directory on the host) or '
+            'cuda_overlay_pip_index_url (an http(s) URL of a local package index); by default they are ml_env_pip_find_links and '
+            'ml_env_pip_index_url. Got %s and %s.' % (_json(find_links), _json(index_url))
+        )
+    return problems
+
+
 class FilterModule:
     """CUDA overlay filters."""
 
     def filters(self):
-        return {'cuda_overlay_match': cuda_overlay_match}
+        return {'cuda_overlay_match': cuda_overlay_match, 'cuda_overlay_problems': cuda_overlay_problems}

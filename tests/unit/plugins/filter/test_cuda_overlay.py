@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 import yaml
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.cuda_overlay import cuda_overlay_match, version_at_least, version_tuple
+from ansible_collections.ddtree.sglang.plugins.filter.cuda_overlay import cuda_overlay_match, cuda_overlay_problems, version_at_least, version_tuple
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 SHA = 'a' * 64
@@ -217,3 +218,52 @@ def test_lab_matrix_pins_are_the_wheelhouse_lock_s():
     for entry in _load('inventory/group_vars/lab/cuda_overlay.yml')['cuda_overlay_matrix']:
         for wheel in entry['wheels']:
             assert locked[wheel['name']] == (wheel['version'], wheel['sha256']), entry['name']
+
+
+OVERLAY = {
+    'cuda_overlay_nvidia_smi_path': 'nvidia-smi',
+    'cuda_overlay_release_path': '',
+    'cuda_overlay_release_python': '',
+    'cuda_overlay_probe_timeout': 300,
+    'cuda_overlay_pip_find_links': '/var/cache/ddtree-lab/wheelhouse',
+    'cuda_overlay_pip_index_url': '',
+}
+PATHS = (
+    'cuda_overlay_nvidia_smi_path must be a command name or an absolute path (default nvidia-smi), cuda_overlay_release_path '
+    "and cuda_overlay_release_python absolute paths or empty (default: role ml_env's release), cuda_overlay_probe_timeout "
+    '1 or more seconds (default 300); got '
+)
+SOURCE = (
+    'Give exactly one wheel source for the overlay: cuda_overlay_pip_find_links (an absolute directory on the host) or '
+    'cuda_overlay_pip_index_url (an http(s) URL of a local package index); by default they are ml_env_pip_find_links and '
+    'ml_env_pip_index_url. Got '
+)
+
+
+def test_overlay_variables_that_are_fine_have_no_problem():
+    assert cuda_overlay_problems(OVERLAY) == []
+    assert cuda_overlay_problems(dict(OVERLAY, cuda_overlay_nvidia_smi_path='/usr/bin/nvidia-smi', cuda_overlay_probe_timeout='60')) == []
+    assert cuda_overlay_problems(dict(OVERLAY, cuda_overlay_pip_find_links='', cuda_overlay_pip_index_url='http://pypi.lab:8080/simple')) == []
+
+
+@pytest.mark.parametrize(
+    'change, got',
+    [
+        ({'cuda_overlay_probe_timeout': 0}, '"nvidia-smi", "", "", 0.'),
+        ({'cuda_overlay_probe_timeout': True}, '"nvidia-smi", "", "", true.'),
+        ({'cuda_overlay_nvidia_smi_path': 'bin/nvidia-smi'}, '"bin/nvidia-smi", "", "", 300.'),
+        ({'cuda_overlay_release_path': 'releases/x'}, '"nvidia-smi", "releases/x", "", 300.'),
+        ({'cuda_overlay_nvidia_smi_path': 'nvidia-smi\n'}, '"nvidia-smi\\n", "", "", 300.'),
+    ],
+)
+def test_paths_and_timeout_are_named_with_their_values(change, got):
+    assert cuda_overlay_problems(dict(OVERLAY, **change)) == [PATHS + got]
+
+
+@pytest.mark.parametrize(
+    'find_links, index_url',
+    [('', ''), ('/srv/wheels', 'http://pypi.lab/simple'), ('/srv/wheels --trusted-host x', ''), ('', 'ftp://pypi.lab')],
+)
+def test_exactly_one_wheel_source_that_fits_pips_command_line(find_links, index_url):
+    problems = cuda_overlay_problems(dict(OVERLAY, cuda_overlay_pip_find_links=find_links, cuda_overlay_pip_index_url=index_url))
+    assert problems == [SOURCE + '%s and %s.' % (json.dumps(find_links), json.dumps(index_url))]
