@@ -15,7 +15,7 @@ import json
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems, wheel_source_problems
 
 ENTRY_KEYS = {'name', 'description', 'match', 'wheels', 'probe_imports', 'expect_cuda'}
 MATCH_KEYS = {'compute_caps', 'min_driver_version', 'min_cuda_version', 'simulated'}
@@ -242,19 +242,14 @@ def cuda_overlay_problems(v):
             "and cuda_overlay_release_python absolute paths or empty (default: role ml_env's release), cuda_overlay_probe_timeout "
             '1 or more seconds (default 300); got %s, %s, %s, %s.' % (_json(smi), _json(release), _json(python), _json(timeout))
         )
-    find_links, index_url = v['cuda_overlay_pip_find_links'], v['cuda_overlay_pip_index_url']
-    source_ok = (
-        isinstance(find_links, str) and isinstance(index_url, str)
-        and bool(find_links) != bool(index_url)
-        and (not index_url or re.match(r'^https?://\S+\Z', index_url))
-        and (not find_links or re.match(r'^(/|https?://)\S*\Z', find_links))
-    )  # fmt: skip
-    if not source_ok:
-        problems.append(
-            'Give exactly one wheel source for the overlay: cuda_overlay_pip_find_links (an absolute directory on the host) or '
-            'cuda_overlay_pip_index_url (an http(s) URL of a local package index); by default they are ml_env_pip_find_links and '
-            'ml_env_pip_index_url. Got %s and %s.' % (_json(find_links), _json(index_url))
-        )
+    problems += wheel_source_problems(
+        'cuda_overlay_pip_find_links',
+        'cuda_overlay_pip_index_url',
+        v['cuda_overlay_pip_find_links'],
+        v['cuda_overlay_pip_index_url'],
+        ' for the overlay',
+        '; by default they are ml_env_pip_find_links and ml_env_pip_index_url',
+    )
     return problems
 
 

@@ -7,9 +7,19 @@ A wheel pin is ``{name, version, sha256}``, a patch pin ``{path, sha256}`` (docs
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
+import json
+import os
+import re
 
-from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import digest_problems, requirement_lines, wheel_pin_problems
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import (
+    digest_problems,
+    requirement_lines,
+    wheel_pin_problems,
+    wheel_source_problems,
+)
 
 KEYS = {'wheel': ('name', 'version', 'sha256'), 'patch': ('path', 'sha256')}
 
@@ -84,10 +94,78 @@ def sglang_install_series(stat_results):
     return series
 
 
+# where each source takes its pins from, and of what kind (upstream adds the patch series)
+SOURCE_PINS = {
+    'upstream': (('sglang_install_wheel', 'wheel'), ('sglang_install_patches', 'patch')),
+    'prebuilt': (('sglang_install_prebuilt_wheel', 'wheel'),),
+    'fork': (('sglang_install_build_wheels', 'wheel'),),
+}
+FORK_KEYS = {'bundle', 'mirror', 'ref', 'sha256', 'commit', 'subdirectory'}
+SUBDIRECTORY_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\Z')
+
+
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def fork_ok(fork, allow_unpinned):
+    """Whether ``sglang_install_fork`` is a bundle pinned by its sha256 or a mirror pinned by a commit, with a ref and
+    a subdirectory inside the checkout."""
+    if not isinstance(fork, dict) or set(fork) - FORK_KEYS:
+        return False
+    bundle, mirror = fork.get('bundle') or '', fork.get('mirror') or ''
+    commit, sha256 = fork.get('commit') or '', fork.get('sha256') or ''
+    subdirectory = fork.get('subdirectory', 'python')
+    pinned = sha256 if bundle else commit
+    return (
+        bool(bundle) != bool(mirror)
+        and bool(fork.get('ref'))
+        and isinstance(commit, str) and re.match(r'^([0-9a-f]{40}|[0-9a-f]{64})?\Z', commit) is not None
+        and isinstance(sha256, str) and re.match(r'^([0-9a-f]{64})?\Z', sha256) is not None
+        and isinstance(subdirectory, str) and SUBDIRECTORY_RE.match(subdirectory) is not None
+        and (boolean(allow_unpinned, strict=False) or bool(pinned))
+    )  # fmt: skip
+
+
+def sglang_install_problems(v):
+    """Every problem of the role's variables (``v`` maps each to its value), each naming the variable and what it
+    allows; [] when they are fine. Only the pins of the chosen source are checked; the patch directory is looked for on
+    the controller, where this filter runs."""
+    source = v['sglang_install_source']
+    allow_unpinned = boolean(v['sglang_install_allow_unpinned'], strict=False)
+    problems = []
+    pin_errors = []
+    for variable, kind in SOURCE_PINS.get(source, SOURCE_PINS['fork']):
+        pin_errors += sglang_install_pin_problems(v[variable], variable, kind, allow_unpinned)
+    if pin_errors:
+        problems.append('sglang_install_source is %s: %s' % (source, '; '.join(pin_errors)))
+    problems += wheel_source_problems(
+        'sglang_install_pip_find_links',
+        'sglang_install_pip_index_url',
+        v['sglang_install_pip_find_links'],
+        v['sglang_install_pip_index_url'],
+        ' for SGLang',
+        '; by default they are ml_env_pip_find_links and ml_env_pip_index_url',
+    )
+    fork = v['sglang_install_fork']
+    if source == 'fork' and not fork_ok(fork, allow_unpinned):
+        problems.append(
+            'sglang_install_fork must be {bundle: <git bundle on the host>, sha256: <64 hex>, ref: <tag, branch or commit>} '
+            'or {mirror: <git repository on the host>, ref, commit: <commit id>}, optionally with commit (checked after '
+            'the checkout) and subdirectory (default python: a relative path inside the checkout, without "..", "." or '
+            'a leading "/"); a bundle is pinned by its sha256, a mirror by the commit. Got %s.' % _json(fork)
+        )
+    files_dir = v['sglang_install_files_dir']
+    if not (isinstance(files_dir, str) and os.path.isdir(files_dir)):
+        problems.append("sglang_install_files_dir must be a directory on the controller (default: the collection's root), got %s." % _json(files_dir))
+    return problems
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'sglang_install_pin_problems': sglang_install_pin_problems,
             'sglang_install_requirements': sglang_install_requirements,
             'sglang_install_series': sglang_install_series,
+            'sglang_install_problems': sglang_install_problems,
         }

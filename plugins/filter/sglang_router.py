@@ -18,6 +18,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import secret_arg_names
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import wheel_source_problems
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
     is_host_name_or_address,
     is_loopback,
@@ -100,32 +101,8 @@ def _json(value):
 
 
 def sglang_router_pip_source_problems(find_links, index_url):
-    """[] when exactly one wheel source is given and fits; else the messages, each naming its variable and what it allows.
-
-    pip's extra_args are one string that ansible.builtin.pip splits at whitespace: a space, tab or line break (a trailing
-    one too) in a source would hand pip options of the variable's choosing (--trusted-host, --extra-index-url, ...)."""
-    problems = []
-    values = {'sglang_router_pip_find_links': find_links, 'sglang_router_pip_index_url': index_url}
-    if any(not isinstance(value, str) for value in values.values()):
-        return ['sglang_router_pip_find_links and sglang_router_pip_index_url must be strings, got %s and %s.' % (_json(find_links), _json(index_url))]
-    if bool(find_links) == bool(index_url):
-        problems.append(
-            'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
-            'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
-            'sglang_router_pip_index_url=%s.' % (_json(find_links), _json(index_url))
-        )
-    if find_links and (unsafe_chars(find_links) or not re.match(r'(/|https?://)', find_links)):
-        problems.append(
-            'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
-            'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
-            'got %s.' % _json(find_links)
-        )
-    if index_url and (unsafe_chars(index_url) or not re.match(r'https?://', index_url)):
-        problems.append(
-            'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
-            'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.' % _json(index_url)
-        )
-    return problems
+    """[] when exactly one wheel source is given and fits; else the messages (the rule every role that runs pip shares)."""
+    return wheel_source_problems('sglang_router_pip_find_links', 'sglang_router_pip_index_url', find_links, index_url, ' for the router')
 
 
 # Flags with variables of their own, refused in sglang_router_args
@@ -195,6 +172,28 @@ def sglang_router_problems(v):
     return problems
 
 
+def sglang_router_fronts_problems(fronts, groups, hostvars):
+    """[] when the groups a router fronts hold hosts and none of them expects an API key; else the message.
+
+    sglang-router 0.3.2 takes the workers' key only on its command line (--api-key), where any local user can read it,
+    so the role does not front keyed workers."""
+    # refuses a group the inventory lacks and a worker URL that is not http(s)://host:port
+    if not sglang_router_worker_urls(fronts, groups, hostvars):
+        return ['sglang_router_fronts (%s) holds no host: nothing to route to.' % ', '.join(fronts)]
+    hosts = []
+    for group in fronts:
+        hosts += [host for host in groups[group] if host not in hosts]
+    keyed = [host for host in hosts if _vars(hostvars, host).get('sglang_service_api_key') not in (None, '')]
+    if keyed:
+        return [
+            '%s expect an API key (sglang_service_api_key); sglang-router 0.3.2 takes the workers\' key only on its command '
+            'line (--api-key), where any local user can read it, so the role does not front keyed workers '
+            '(sglang_router_fronts). Front workers on a private network without a key (sglang_service_api_key_waived: '
+            'true).' % ', '.join(keyed)
+        ]
+    return []
+
+
 def sglang_router_routers(group_names, routers, hostvars):
     """The routers (hosts) whose sglang_router_fronts names one of a serving host's groups."""
     mine = set(group_names or [])
@@ -220,4 +219,5 @@ class FilterModule(object):
             'sglang_router_local_url': sglang_router_local_url,
             'sglang_router_pip_source_problems': sglang_router_pip_source_problems,
             'sglang_router_problems': sglang_router_problems,
+            'sglang_router_fronts_problems': sglang_router_fronts_problems,
         }

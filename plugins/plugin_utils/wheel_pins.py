@@ -12,9 +12,12 @@ wheelhouse, which pip would prefer and then refuse for its hash.
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import unsafe_chars
 
 SHA256_RE = re.compile(r'^[0-9a-f]{64}\Z')
 # PEP 508 distribution names and PEP 440 versions, loosely: enough to keep shell and pip
@@ -78,4 +81,36 @@ def pin_problems(pins, variable='pins', allow_unpinned=False, allow_unpinned_var
             problems.append('%s has unknown keys %s (allowed: name, version, sha256)' % (where, ', '.join(unknown)))
         problems += wheel_pin_problems(where, pin, seen)
         problems += digest_problems(where, pin.get('name'), pin.get('sha256'), allow_unpinned, allow_unpinned_variable)
+    return problems
+
+
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def wheel_source_problems(find_links_variable, index_url_variable, find_links, index_url, for_what='', defaults=''):
+    """[] when exactly one wheel source is given and fits; else the messages, each naming its variable and what it allows.
+    One rule for every role that runs pip (ml_env, cuda_overlay, sglang_install, sglang_router).
+
+    pip's extra_args are one string that ansible.builtin.pip splits at whitespace: a space, tab or line break (a trailing
+    one too) in a source would hand pip options of the variable's choosing (--trusted-host, --extra-index-url, ...)."""
+    if not isinstance(find_links, str) or not isinstance(index_url, str):
+        return ['%s and %s must be strings, got %s and %s.' % (find_links_variable, index_url_variable, _json(find_links), _json(index_url))]
+    problems = []
+    if bool(find_links) == bool(index_url):
+        problems.append(
+            'Give exactly one wheel source%s: %s (a directory of wheels on the host) or %s (a local package index, http:// or '
+            'https://)%s. Got %s=%s, %s=%s.'
+            % (for_what, find_links_variable, index_url_variable, defaults, find_links_variable, _json(find_links), index_url_variable, _json(index_url))
+        )
+    if find_links and (unsafe_chars(find_links) or not re.match(r'(/|https?://)', find_links)):
+        problems.append(
+            '%s must be an absolute directory on the host (or an http:// or https:// URL) without spaces, tabs, line breaks or '
+            'control characters: pip takes the wheel sources as words of one command line; got %s.' % (find_links_variable, _json(find_links))
+        )
+    if index_url and (unsafe_chars(index_url) or not re.match(r'https?://', index_url)):
+        problems.append(
+            '%s must be an http(s) URL of a local package index (http:// or https://) without spaces, tabs, line breaks or '
+            'control characters: pip takes the wheel sources as words of one command line; got %s.' % (index_url_variable, _json(index_url))
+        )
     return problems

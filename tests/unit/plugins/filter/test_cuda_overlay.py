@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -234,9 +233,17 @@ PATHS = (
     '1 or more seconds (default 300); got '
 )
 SOURCE = (
-    'Give exactly one wheel source for the overlay: cuda_overlay_pip_find_links (an absolute directory on the host) or '
-    'cuda_overlay_pip_index_url (an http(s) URL of a local package index); by default they are ml_env_pip_find_links and '
-    'ml_env_pip_index_url. Got '
+    'Give exactly one wheel source for the overlay: cuda_overlay_pip_find_links (a directory of wheels on the host) or '
+    'cuda_overlay_pip_index_url (a local package index, http:// or https://); by default they are ml_env_pip_find_links '
+    'and ml_env_pip_index_url. Got '
+)
+FIND_LINKS = (
+    'cuda_overlay_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without spaces, '
+    'tabs, line breaks or control characters: pip takes the wheel sources as words of one command line; got '
+)
+INDEX_URL = (
+    'cuda_overlay_pip_index_url must be an http(s) URL of a local package index (http:// or https://) without spaces, '
+    'tabs, line breaks or control characters: pip takes the wheel sources as words of one command line; got '
 )
 
 
@@ -261,9 +268,18 @@ def test_paths_and_timeout_are_named_with_their_values(change, got):
 
 
 @pytest.mark.parametrize(
-    'find_links, index_url',
-    [('', ''), ('/srv/wheels', 'http://pypi.lab/simple'), ('/srv/wheels --trusted-host x', ''), ('', 'ftp://pypi.lab')],
+    'find_links, index_url, expected',
+    [
+        ('', '', [SOURCE + 'cuda_overlay_pip_find_links="", cuda_overlay_pip_index_url="".']),
+        (
+            '/srv/wheels',
+            'http://pypi.lab/simple',
+            [SOURCE + 'cuda_overlay_pip_find_links="/srv/wheels", cuda_overlay_pip_index_url="http://pypi.lab/simple".'],
+        ),
+        ('/srv/wheels --trusted-host x', '', [FIND_LINKS + '"/srv/wheels --trusted-host x".']),
+        ('', 'ftp://pypi.lab', [INDEX_URL + '"ftp://pypi.lab".']),
+    ],
 )
-def test_exactly_one_wheel_source_that_fits_pips_command_line(find_links, index_url):
+def test_exactly_one_wheel_source_that_fits_pips_command_line(find_links, index_url, expected):
     problems = cuda_overlay_problems(dict(OVERLAY, cuda_overlay_pip_find_links=find_links, cuda_overlay_pip_index_url=index_url))
-    assert problems == [SOURCE + '%s and %s.' % (json.dumps(find_links), json.dumps(index_url))]
+    assert problems == expected

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_release_id, ml_env_requirements
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_problems, ml_env_release_id, ml_env_requirements
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
 
 SHA = 'a' * 64
@@ -83,3 +85,59 @@ def test_an_unpinned_wheel_names_the_switch_of_the_role_that_pins_it():
     assert str(refused.value) == (
         'sglang_router_wheels[0] (sglang-router) has no sha256: every artifact must be pinned (sglang_router_allow_unpinned: true accepts unpinned ones)'
     )
+
+
+# --- the role's own variables at once (validate_own.yml fails with this list) ----------------------
+ML_ENV = {
+    'ml_env_pip_find_links': '/var/cache/ddtree-lab/wheelhouse',
+    'ml_env_pip_index_url': '',
+    'ml_env_root': '/opt/ddtree/ml-env',
+    'ml_env_python': '/usr/bin/python3',
+    'ml_env_referenced_in': ['/etc/systemd/system'],
+    'ml_env_keep_releases': 2,
+}
+PATHS = (
+    'ml_env_root (default /opt/ddtree/ml-env), ml_env_python (default /usr/bin/python3) and every entry of '
+    'ml_env_referenced_in (default [/etc/systemd/system]) must be absolute paths on the host, and ml_env_root not /; got '
+)
+
+
+def test_ml_env_variables_that_are_fine_have_no_problem():
+    assert ml_env_problems(ML_ENV) == []
+    assert ml_env_problems(dict(ML_ENV, ml_env_pip_find_links='', ml_env_pip_index_url='http://127.0.0.1:8080/simple')) == []
+
+
+@pytest.mark.parametrize(
+    'change, got',
+    [
+        ({'ml_env_python': 'python3'}, '"/opt/ddtree/ml-env", "python3", ["/etc/systemd/system"].'),
+        ({'ml_env_referenced_in': ['etc/systemd']}, '"/opt/ddtree/ml-env", "/usr/bin/python3", ["etc/systemd"].'),
+        ({'ml_env_referenced_in': '/etc/systemd/system'}, '"/opt/ddtree/ml-env", "/usr/bin/python3", "/etc/systemd/system".'),
+    ],
+)
+def test_paths_are_named_with_their_values(change, got):
+    assert ml_env_problems(dict(ML_ENV, **change)) == [PATHS + got]
+
+
+def test_a_root_that_is_not_absolute_is_named_twice_and_a_shared_root_once():
+    assert ml_env_problems(dict(ML_ENV, ml_env_root='ml-env')) == [
+        PATHS + '"ml-env", "/usr/bin/python3", ["/etc/systemd/system"].',
+        'ml_env_root must be an absolute path without spaces or control characters, such as /opt/ddtree/ml-env; got "ml-env".',
+    ]
+    (problem,) = ml_env_problems(dict(ML_ENV, ml_env_root='/opt'))
+    assert problem.startswith('ml_env_root must be a directory of its own, at least two levels below /')
+
+
+@pytest.mark.parametrize('keep', [0, -1, '2', True, 1.5])
+def test_keep_releases_is_an_integer_of_one_or_more(keep):
+    assert ml_env_problems(dict(ML_ENV, ml_env_keep_releases=keep)) == [
+        'ml_env_keep_releases must be an integer of 1 or more (releases kept besides the current one), got %s.' % json.dumps(keep)
+    ]
+
+
+@pytest.mark.parametrize('find_links, index_url', [('', ''), ('/srv/wheels', 'http://127.0.0.1:8080/simple')])
+def test_exactly_one_wheel_source(find_links, index_url):
+    assert ml_env_problems(dict(ML_ENV, ml_env_pip_find_links=find_links, ml_env_pip_index_url=index_url)) == [
+        'Give exactly one wheel source: ml_env_pip_find_links (a directory of wheels on the host) or ml_env_pip_index_url '
+        '(a local package index, http:// or https://). Got ml_env_pip_find_links=%s, ml_env_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))
+    ]

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_install import (
     FilterModule,
     sglang_install_pin_problems,
+    sglang_install_problems,
     sglang_install_requirements,
     sglang_install_series,
 )
@@ -110,4 +113,94 @@ def test_series_refuses_what_is_not_a_stat_loop():
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {'sglang_install_pin_problems', 'sglang_install_requirements', 'sglang_install_series'}
+    assert set(FilterModule().filters()) == {
+        'sglang_install_pin_problems',
+        'sglang_install_requirements',
+        'sglang_install_series',
+        'sglang_install_problems',
+    }
+
+
+# --- every variable of the role at once (the role's validate task fails with this list) ------------
+INSTALL = {
+    'sglang_install_source': 'upstream',
+    'sglang_install_allow_unpinned': False,
+    'sglang_install_wheel': WHEEL,
+    'sglang_install_patches': [PATCH],
+    'sglang_install_prebuilt_wheel': {},
+    'sglang_install_build_wheels': [],
+    'sglang_install_fork': {},
+    'sglang_install_pip_find_links': '/var/cache/ddtree-lab/wheelhouse',
+    'sglang_install_pip_index_url': '',
+    'sglang_install_files_dir': '/',
+}
+BUNDLE = {'bundle': '/srv/sglang.bundle', 'sha256': SHA, 'ref': 'ddtree'}
+FORK_SHAPE = (
+    'sglang_install_fork must be {bundle: <git bundle on the host>, sha256: <64 hex>, ref: <tag, branch or commit>} '
+    'or {mirror: <git repository on the host>, ref, commit: <commit id>}, optionally with commit (checked after '
+    'the checkout) and subdirectory (default python: a relative path inside the checkout, without "..", "." or '
+    'a leading "/"); a bundle is pinned by its sha256, a mirror by the commit. Got '
+)
+
+
+def test_install_variables_that_are_fine_have_no_problem():
+    assert sglang_install_problems(INSTALL) == []
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='prebuilt', sglang_install_prebuilt_wheel=WHEEL)) == []
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='fork', sglang_install_fork=BUNDLE)) == []
+    mirror = {'mirror': '/srv/sglang.git', 'ref': 'main', 'commit': 'b' * 40, 'subdirectory': 'python'}
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='fork', sglang_install_fork=mirror)) == []
+
+
+def test_only_the_chosen_sources_pins_are_checked():
+    # an unpinned prebuilt wheel does not matter while the source is upstream
+    assert sglang_install_problems(dict(INSTALL, sglang_install_prebuilt_wheel={'name': 'sglang'})) == []
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='prebuilt')) == [
+        'sglang_install_source is prebuilt: sglang_install_prebuilt_wheel is not set: give a pin {name, version, sha256}'
+    ]
+    assert sglang_install_problems(dict(INSTALL, sglang_install_patches=[{'path': PATCH['path']}])) == [
+        'sglang_install_source is upstream: sglang_install_patches[0] (%s) has no sha256: every artifact must be pinned '
+        '(sglang_install_allow_unpinned: true accepts unpinned ones)' % PATCH['path']
+    ]
+    # "no" from INI :vars is false, "yes" accepts the unpinned patch
+    assert sglang_install_problems(dict(INSTALL, sglang_install_patches=[{'path': PATCH['path']}], sglang_install_allow_unpinned='yes')) == []
+
+
+@pytest.mark.parametrize(
+    'fork',
+    [
+        {'bundle': '/srv/sglang.bundle'},
+        {'bundle': '/srv/sglang.bundle', 'ref': 'ddtree'},
+        dict(BUNDLE, ref=''),
+        dict(BUNDLE, mirror='/srv/sglang.git'),
+        dict(BUNDLE, subdirectory='../../etc'),
+        dict(BUNDLE, subdirectory='/python'),
+        dict(BUNDLE, sha256='A' * 64),
+        dict(BUNDLE, commit='abc'),
+        dict(BUNDLE, branch='x'),
+        {'mirror': '/srv/sglang.git', 'ref': 'main'},
+        ['/srv/sglang.bundle'],
+    ],
+)
+def test_a_fork_that_is_not_pinned_or_leaves_the_checkout_is_refused(fork):
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='fork', sglang_install_fork=fork)) == [FORK_SHAPE + json.dumps(fork) + '.']
+
+
+def test_an_unpinned_fork_passes_only_when_allowed():
+    fork = {'mirror': '/srv/sglang.git', 'ref': 'main'}
+    assert sglang_install_problems(dict(INSTALL, sglang_install_source='fork', sglang_install_fork=fork, sglang_install_allow_unpinned=True)) == []
+
+
+def test_wheel_source_and_patch_directory_are_named_with_their_values():
+    problems = sglang_install_problems(
+        dict(INSTALL, sglang_install_pip_find_links='', sglang_install_pip_index_url='local-index/simple', sglang_install_files_dir='/nonexistent/p')
+    )
+    assert problems == [
+        'sglang_install_pip_index_url must be an http(s) URL of a local package index (http:// or https://) without spaces, '
+        'tabs, line breaks or control characters: pip takes the wheel sources as words of one command line; got "local-index/simple".',
+        'sglang_install_files_dir must be a directory on the controller (default: the collection\'s root), got "/nonexistent/p".',
+    ]
+    assert sglang_install_problems(dict(INSTALL, sglang_install_pip_find_links='')) == [
+        'Give exactly one wheel source for SGLang: sglang_install_pip_find_links (a directory of wheels on the host) or '
+        'sglang_install_pip_index_url (a local package index, http:// or https://); by default they are ml_env_pip_find_links '
+        'and ml_env_pip_index_url. Got sglang_install_pip_find_links="", sglang_install_pip_index_url="".'
+    ]

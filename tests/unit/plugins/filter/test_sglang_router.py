@@ -9,6 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_router import (
+    sglang_router_fronts_problems,
     sglang_router_local_url,
     sglang_router_pip_source_problems,
     sglang_router_routers,
@@ -67,7 +68,7 @@ def test_local_url_is_loopback_unless_bound_to_one_address():
     assert sglang_router_local_url('r4', {'r4': {'sglang_router_host': 'fd00::1'}}) == 'http://[fd00::1]:30080'
 
 
-# --- where pip takes the router's wheels from -------------------------------------------------
+# --- where pip takes the router's wheels from (plugin_utils/wheel_pins.py: one rule for every role running pip) ---
 @pytest.mark.parametrize(
     'find_links, index_url',
     [
@@ -96,7 +97,7 @@ def test_one_wheel_source_without_whitespace_passes(find_links, index_url):
 def test_whitespace_in_the_wheel_directory_is_refused(find_links):
     assert sglang_router_pip_source_problems(find_links, '') == [
         'sglang_router_pip_find_links must be an absolute directory on the host (or an http:// or https:// URL) without '
-        'spaces, tabs, line breaks or control characters: pip takes the router\'s sources as words of one command line; '
+        'spaces, tabs, line breaks or control characters: pip takes the wheel sources as words of one command line; '
         'got %s.' % json.dumps(find_links)
     ]
 
@@ -111,8 +112,8 @@ def test_whitespace_in_the_wheel_directory_is_refused(find_links):
 )
 def test_whitespace_in_the_index_is_refused(index_url):
     assert sglang_router_pip_source_problems('', index_url) == [
-        'sglang_router_pip_index_url must be the http:// or https:// URL of a local package index without spaces, tabs, '
-        'line breaks or control characters: pip takes the router\'s sources as words of one command line; got %s.' % json.dumps(index_url)
+        'sglang_router_pip_index_url must be an http(s) URL of a local package index (http:// or https://) without spaces, '
+        'tabs, line breaks or control characters: pip takes the wheel sources as words of one command line; got %s.' % json.dumps(index_url)
     ]
 
 
@@ -133,7 +134,7 @@ def test_a_source_of_another_kind_is_refused(find_links, index_url, variable):
 @pytest.mark.parametrize('find_links, index_url', [('', ''), ('/srv/wheels', 'http://10.0.0.5:8080/simple')])
 def test_exactly_one_source(find_links, index_url):
     assert sglang_router_pip_source_problems(find_links, index_url) == [
-        'Give exactly one wheel source: sglang_router_pip_find_links (a directory of wheels on the host) or '
+        'Give exactly one wheel source for the router: sglang_router_pip_find_links (a directory of wheels on the host) or '
         'sglang_router_pip_index_url (a local package index, http:// or https://). Got sglang_router_pip_find_links=%s, '
         'sglang_router_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))
     ]
@@ -209,3 +210,26 @@ def test_router_args_without_reserved_flags_or_secrets_and_every_problem_at_once
     assert 'secret-4711' not in ' '.join(problems)  # names only: the value is the secret
     assert problems[2].startswith('sglang_router_user must be a system user name')
     assert len(problems) == 3
+
+
+# --- the fronted workers: hosts to route to, none expecting a key ------------------------------------
+def test_fronts_with_hosts_and_no_key_have_no_problem():
+    assert sglang_router_fronts_problems(['sglang_servers'], GROUPS, dict(HOSTVARS, a={'sglang_service_api_key': ''})) == []
+
+
+def test_an_empty_group_is_nothing_to_route_to():
+    assert sglang_router_fronts_problems(['empty', 'gpu_a6000_tp2'], dict(GROUPS, empty=[], gpu_a6000_tp2=[]), HOSTVARS) == [
+        'sglang_router_fronts (empty, gpu_a6000_tp2) holds no host: nothing to route to.'
+    ]
+
+
+def test_keyed_workers_are_named_once_in_inventory_order():
+    hostvars = dict(HOSTVARS, c=dict(HOSTVARS['c'], sglang_service_api_key='s3cret'), a={'sglang_service_api_key': 'k'})
+    (problem,) = sglang_router_fronts_problems(['gpu_rtxpro6000_tp8', 'sglang_servers'], GROUPS, hostvars)
+    assert problem.startswith('c, a expect an API key (sglang_service_api_key); sglang-router 0.3.2 takes')
+    assert 's3cret' not in problem and "'k'" not in problem
+
+
+def test_fronts_naming_no_group_are_refused():
+    with pytest.raises(AnsibleFilterError, match="names 'nope', which is no group"):
+        sglang_router_fronts_problems(['nope'], GROUPS, HOSTVARS)
