@@ -97,7 +97,7 @@ EXAMPLES = r'''
 - name: Make the router front exactly the inventory's workers, and wait until all are healthy
   ddtree.sglang.sglang_router_workers:
     url: http://127.0.0.1:30080
-    workers: "{{ sglang_router_expected_workers }}"
+    workers: "{{ __sglang_router_expected_workers }}"
     state: exact
     timeout: 300
 '''

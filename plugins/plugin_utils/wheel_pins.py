@@ -114,3 +114,17 @@ def wheel_source_problems(find_links_variable, index_url_variable, find_links, i
             'control characters: pip takes the wheel sources as words of one command line; got %s.' % (index_url_variable, _json(index_url))
         )
     return problems
+
+
+def pip_wheel_args(find_links, index_url, allow_unpinned=False):
+    """pip's options for pinned wheels from one source: ``--no-deps`` (the pins are the whole set), ``--require-hashes``
+    unless unpinned wheels are allowed, and the index or the directory (``--no-index --find-links``). The source is
+    refused first by wheel_source_problems: whitespace in it would add options."""
+    args = ['--no-deps']
+    if not boolean(allow_unpinned, strict=False):
+        args.append('--require-hashes')
+    if index_url:
+        args += ['--index-url', index_url]
+    else:
+        args += ['--no-index', '--find-links', find_links]
+    return ' '.join(args)
