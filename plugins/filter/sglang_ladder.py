@@ -10,8 +10,10 @@ with a one-line summary, and the report's closing lines.
 from __future__ import annotations
 
 import copy
+import json
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 MIB = 1 << 20
 OUTCOMES = ("not_tried", "skipped", "failed", "healthy")
@@ -166,6 +168,27 @@ def sglang_ladder_summary(report, host, unit):
     return [f"envelope ladder on {host} ({unit}): {head}"] + [row["line"] for row in report["rungs"]]
 
 
+def sglang_ladder_problems(ladder, rollback=True):
+    """The problems of sglang_service_envelope_ladder before a rung runs: its shape ({name, envelope} per rung, the
+    envelope a dict) and that sglang_service_rollback is on, since a failed rung left running would be kept as the
+    next rung's last known good unit. [] when the ladder can run."""
+    problems = []
+    if not boolean(rollback, strict=False):
+        problems.append(
+            'sglang_service_envelope_ladder needs sglang_service_rollback: true: a failed rung left running would be kept as '
+            "the next rung's last known good unit."
+        )
+    shape_ok = isinstance(ladder, list) and all(
+        isinstance(rung, dict) and isinstance(rung.get('envelope'), dict) and not set(rung) - {'name', 'envelope'} for rung in ladder
+    )
+    if not shape_ok:
+        problems.append(
+            'sglang_service_envelope_ladder must be a list of {name: <label>, envelope: <dict of SGLang flags over '
+            'sglang_service_envelope; null drops a flag>}; got %s.' % json.dumps(ladder, default=str)
+        )
+    return problems
+
+
 class FilterModule:
     """Ansible filters: sglang_ladder_record, sglang_ladder_summary."""
 
@@ -173,4 +196,5 @@ class FilterModule:
         return {
             "sglang_ladder_record": sglang_ladder_record,
             "sglang_ladder_summary": sglang_ladder_summary,
+            "sglang_ladder_problems": sglang_ladder_problems,
         }

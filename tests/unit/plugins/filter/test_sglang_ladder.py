@@ -17,6 +17,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.sglang_ladder import (
+    sglang_ladder_problems,
     FilterModule,
     sglang_ladder_record,
     sglang_ladder_summary,
@@ -125,4 +126,37 @@ def test_bad_input(args, message):
 
 
 def test_filter_names():
-    assert set(FilterModule().filters()) == {"sglang_ladder_record", "sglang_ladder_summary"}
+    assert set(FilterModule().filters()) == {"sglang_ladder_record", "sglang_ladder_summary", "sglang_ladder_problems"}
+
+
+# --- the ladder's own checks, before a rung runs ---------------------------------------------------
+SHAPE = (
+    "sglang_service_envelope_ladder must be a list of {name: <label>, envelope: <dict of SGLang flags over sglang_service_envelope; null drops a flag>}; got "
+)
+ROLLBACK = (
+    "sglang_service_envelope_ladder needs sglang_service_rollback: true: a failed rung left running would be kept as the next rung's last known good unit."
+)
+
+
+def test_a_ladder_of_named_envelopes_with_rollback_passes():
+    assert sglang_ladder_problems([{"name": "a", "envelope": {"context_length": 8192}}, {"envelope": {}}], True) == []
+    assert sglang_ladder_problems([], "yes") == []
+
+
+@pytest.mark.parametrize(
+    "ladder",
+    [
+        {"name": "a", "envelope": {}},
+        [{"name": "a"}],
+        [{"name": "a", "envelope": [1]}],
+        [{"name": "a", "envelope": {}, "rung": 2}],
+        ["a"],
+    ],
+)
+def test_a_ladder_of_another_shape_is_refused(ladder):
+    assert sglang_ladder_problems(ladder, True) == [SHAPE + json.dumps(ladder) + "."]
+
+
+@pytest.mark.parametrize("rollback", [False, "no", "false"])
+def test_a_ladder_needs_rollback_between_rungs(rollback):
+    assert sglang_ladder_problems([{"envelope": {}}], rollback) == [ROLLBACK]
