@@ -45,8 +45,41 @@ def multinode_down(members, outcomes):
     return [member for member, outcome in zip(members, outcomes) if outcome not in CAME_UP]
 
 
+def deploy_plan(plan):
+    """What a real run of the deploy protocol would do, from a check-mode run (nothing was changed): ``{change,
+    restart, line}``. ``change`` is whether the host would change at all, ``restart`` one of restart, start or none, and
+    ``line`` says it in one sentence.
+
+    ``plan``: host, unit, unit_changes (the rendered unit differs from the installed one), active (the service runs
+    now), release ({id, planned (to be built), was_current} or empty without a release build), lock (what taking the
+    lock did: take, or break with broken_owner), routers (those a real run would drain the host from)."""
+    release = plan.get('release') or {}
+    new_release = bool(release) and not release.get('was_current')
+    if plan.get('unit_changes'):
+        restart = 'restart' if plan.get('active') else 'start'
+    else:
+        restart = 'none' if plan.get('active') else 'start'
+    parts = ['%s on %s: the unit %s' % (plan.get('unit'), plan.get('host'), 'would be replaced' if plan.get('unit_changes') else 'is unchanged')]
+    parts.append({'restart': 'the service would restart', 'start': 'the service would start', 'none': 'the service would go on running'}[restart])
+    if release:
+        if release.get('planned'):
+            parts.append('release %s would be built' % release.get('id'))
+        elif new_release:
+            parts.append('release %s (built before) would become current' % release.get('id'))
+        else:
+            parts.append('release %s stays current' % release.get('id'))
+    if plan.get('routers'):
+        parts.append('the host would leave and rejoin %s' % ', '.join(plan['routers']))
+    lock = plan.get('lock') or {}
+    if lock.get('action') == 'break':
+        parts.append("the host lock is free once the stale lease of %s is broken" % lock.get('broken_owner'))
+    else:
+        parts.append('the host lock is free')
+    return {'change': bool(plan.get('unit_changes')) or new_release or restart != 'none', 'restart': restart, 'line': '; '.join(parts) + '.'}
+
+
 class FilterModule:
     """Deploy protocol filters."""
 
     def filters(self):
-        return {'deploy_outcome': deploy_outcome, 'multinode_down': multinode_down}
+        return {'deploy_outcome': deploy_outcome, 'multinode_down': multinode_down, 'deploy_plan': deploy_plan}

@@ -60,10 +60,68 @@ def ml_env_problems(v):
     return problems
 
 
+def _wheels(pins):
+    return {str(pin.get('name')): pin for pin in pins or [] if isinstance(pin, dict)}
+
+
+def _wheel_changes(label, new, old):
+    """'name old -> new' per wheel pin that differs (by name), '+name version' and '-name version' for the others."""
+    new, old = _wheels(new), _wheels(old)
+    changes = []
+    for name in sorted(set(new) | set(old)):
+        a, b = old.get(name), new.get(name)
+        if a is None:
+            changes.append('%s +%s %s' % (label, name, b.get('version')))
+        elif b is None:
+            changes.append('%s -%s %s' % (label, name, a.get('version')))
+        elif (a.get('version'), a.get('sha256')) != (b.get('version'), b.get('sha256')):
+            same = a.get('version') == b.get('version')
+            changes.append('%s %s %s -> %s' % (label, name, a.get('version'), (b.get('version') + ' (another sha256)') if same else b.get('version')))
+    return changes
+
+
+def ml_env_plan(inputs, release_id, host_ml_env):
+    """What a real run would do with the release (check mode's plan): ``{id, build, current, changes}``.
+
+    ``inputs`` are the release's inputs (python, wheels, cuda_overlay, sglang), ``host_ml_env`` the host read's
+    ``{current, releases: {id: {complete, manifest}}}``. ``build`` is whether the release would be built (it is not
+    complete on the host); ``changes`` names what differs from the current release's inputs: wheels, the overlay's
+    wheels, SGLang's wheels and patches, the interpreter."""
+    host_ml_env = host_ml_env or {}
+    releases = host_ml_env.get('releases') or {}
+    current = host_ml_env.get('current')
+    build = not (releases.get(release_id) or {}).get('complete')
+    old = ((releases.get(current) or {}).get('manifest') or {}).get('inputs') or {}
+    changes = []
+    if current and current != release_id:
+        if old.get('python') != inputs.get('python'):
+            changes.append('python %s -> %s' % (old.get('python'), inputs.get('python')))
+        changes += _wheel_changes('wheel', inputs.get('wheels'), old.get('wheels'))
+        new_overlay, old_overlay = inputs.get('cuda_overlay') or {}, old.get('cuda_overlay') or {}
+        if new_overlay.get('entry') != old_overlay.get('entry'):
+            changes.append('cuda_overlay entry %s -> %s' % (old_overlay.get('entry'), new_overlay.get('entry')))
+        changes += _wheel_changes('cuda_overlay wheel', new_overlay.get('wheels'), old_overlay.get('wheels'))
+        new_sglang, old_sglang = inputs.get('sglang') or {}, old.get('sglang') or {}
+        if new_sglang.get('source') != old_sglang.get('source'):
+            changes.append('sglang source %s -> %s' % (old_sglang.get('source'), new_sglang.get('source')))
+        changes += _wheel_changes('sglang wheel', new_sglang.get('wheels'), old_sglang.get('wheels'))
+        new_patches = [(p.get('name'), p.get('sha256')) for p in new_sglang.get('patches') or []]
+        old_patches = [(p.get('name'), p.get('sha256')) for p in old_sglang.get('patches') or []]
+        if new_patches != old_patches:
+            old_names, new_names = [name for name, digest in old_patches], [name for name, digest in new_patches]
+            changes.append('sglang patches %s -> %s' % (', '.join(old_names) or 'none', ', '.join(new_names) or 'none'))
+        if new_sglang.get('fork') != old_sglang.get('fork'):
+            changes.append('sglang fork changed')
+        if not changes:
+            changes.append('inputs differ from the current release %s in what its manifest does not record' % current)
+    return {'id': release_id, 'build': build, 'current': current, 'changes': changes}
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'ml_env_requirements': ml_env_requirements,
             'ml_env_release_id': ml_env_release_id,
             'ml_env_problems': ml_env_problems,
+            'ml_env_plan': ml_env_plan,
         }

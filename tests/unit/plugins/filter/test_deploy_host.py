@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.deploy_host import deploy_outcome, multinode_down
+from ansible_collections.ddtree.sglang.plugins.filter.deploy_host import deploy_outcome, deploy_plan, multinode_down
 
 
 def run(**values):
@@ -62,3 +62,47 @@ def test_members_that_did_not_come_up_in_group_order():
 def test_members_and_outcomes_must_align():
     with pytest.raises(AnsibleFilterError, match='2 members but 1 outcomes'):
         multinode_down(['m0', 'm1'], ['upgraded'])
+
+
+# --- check mode's plan ---------------------------------------------------------------------------
+PLAN = {'host': 'ct129', 'unit': 'sglang-qwen.service', 'unit_changes': True, 'active': True, 'release': {}, 'lock': {'action': 'take'}, 'routers': []}
+
+
+def test_a_changed_unit_would_restart_the_service():
+    assert deploy_plan(PLAN) == {
+        'change': True,
+        'restart': 'restart',
+        'line': 'sglang-qwen.service on ct129: the unit would be replaced; the service would restart; the host lock is free.',
+    }
+
+
+def test_an_unchanged_running_unit_on_its_current_release_changes_nothing():
+    plan = dict(PLAN, unit_changes=False, release={'id': 'abc', 'planned': False, 'was_current': True})
+    assert deploy_plan(plan) == {
+        'change': False,
+        'restart': 'none',
+        'line': 'sglang-qwen.service on ct129: the unit is unchanged; the service would go on running; release abc stays current; the host lock is free.',
+    }
+
+
+def test_a_new_release_a_stopped_service_routers_and_a_stale_lease():
+    plan = dict(
+        PLAN,
+        active=False,
+        release={'id': 'def', 'planned': True, 'was_current': False},
+        routers=['r1'],
+        lock={'action': 'break', 'broken_owner': 'ops@ctl'},
+    )
+    assert deploy_plan(plan) == {
+        'change': True,
+        'restart': 'start',
+        'line': 'sglang-qwen.service on ct129: the unit would be replaced; the service would start; release def would be built; '
+        'the host would leave and rejoin r1; the host lock is free once the stale lease of ops@ctl is broken.',
+    }
+
+
+def test_a_release_built_before_would_become_current_without_a_unit_change():
+    plan = dict(PLAN, unit_changes=False, release={'id': 'old', 'planned': False, 'was_current': False})
+    result = deploy_plan(plan)
+    assert (result['change'], result['restart']) == (True, 'none')
+    assert 'release old (built before) would become current' in result['line']

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_problems, ml_env_release_id, ml_env_requirements
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_plan, ml_env_problems, ml_env_release_id, ml_env_requirements
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
 
 SHA = 'a' * 64
@@ -141,3 +141,53 @@ def test_exactly_one_wheel_source(find_links, index_url):
         'Give exactly one wheel source: ml_env_pip_find_links (a directory of wheels on the host) or ml_env_pip_index_url '
         '(a local package index, http:// or https://). Got ml_env_pip_find_links=%s, ml_env_pip_index_url=%s.' % (json.dumps(find_links), json.dumps(index_url))
     ]
+
+
+# --- check mode's plan of the release ---------------------------------------------------------------
+def _pin(name, version, digest='a'):
+    return {'name': name, 'version': version, 'sha256': digest * 64}
+
+
+INPUTS = {
+    'python': '3.11.2 x86_64',
+    'wheels': [_pin('torch', '2.9.0'), _pin('sglang-sim', '0.1.0')],
+    'cuda_overlay': None,
+    'sglang': {'source': 'upstream', 'wheels': [_pin('sglang', '0.5.23')], 'patches': [{'name': '0001-a.patch', 'sha256': 'b' * 64}]},
+}
+
+
+def host(current, releases):
+    return {'current': current, 'releases': {rid: {'complete': True, 'manifest': {'id': rid, 'inputs': inputs}} for rid, inputs in releases.items()}}
+
+
+def test_the_current_release_is_reused_with_nothing_to_say():
+    assert ml_env_plan(INPUTS, 'r1', host('r1', {'r1': INPUTS})) == {'id': 'r1', 'build': False, 'current': 'r1', 'changes': []}
+
+
+def test_a_new_release_names_what_differs_from_the_current_one():
+    new = dict(
+        INPUTS,
+        wheels=[_pin('torch', '2.10.0'), _pin('sglang-sim', '0.1.0', 'c'), _pin('numpy', '2.1.0')],
+        sglang=dict(INPUTS['sglang'], patches=[{'name': '0001-a.patch', 'sha256': 'b' * 64}, {'name': '0002-b.patch', 'sha256': 'd' * 64}]),
+    )
+    assert ml_env_plan(new, 'r2', host('r1', {'r1': INPUTS})) == {
+        'id': 'r2',
+        'build': True,
+        'current': 'r1',
+        'changes': [
+            'wheel +numpy 2.1.0',
+            'wheel sglang-sim 0.1.0 -> 0.1.0 (another sha256)',
+            'wheel torch 2.9.0 -> 2.10.0',
+            'sglang patches 0001-a.patch -> 0001-a.patch, 0002-b.patch',
+        ],
+    }
+
+
+def test_a_release_built_before_is_not_built_again():
+    old = dict(INPUTS, python='3.11.1 x86_64')
+    plan = ml_env_plan(INPUTS, 'r1', host('r0', {'r0': old, 'r1': INPUTS}))
+    assert (plan['build'], plan['changes']) == (False, ['python 3.11.1 x86_64 -> 3.11.2 x86_64'])
+
+
+def test_a_first_release_has_no_current_to_compare_with():
+    assert ml_env_plan(INPUTS, 'r1', {'current': None, 'releases': {}}) == {'id': 'r1', 'build': True, 'current': None, 'changes': []}
