@@ -117,6 +117,30 @@ def ml_env_plan(inputs, release_id, host_ml_env):
     return {'id': release_id, 'build': build, 'current': current, 'changes': changes}
 
 
+# what a release build runs on the host, and the Debian package that brings it
+PREREQUISITES = {
+    'patch': ('sglang_install applies the patch series (sglang_install_patches) with it', 'patch'),
+}
+
+
+def ml_env_prerequisite_problems(host, inventory_hostname, python, commands):
+    """The problems of a host that must build a release: ``python`` (ml_env_python) must create a venv with pip, and
+    each of ``commands`` must be on the host; ``host`` is sglang_host_facts' ``host`` (python_venv, commands). Each
+    message names what is missing, why the build needs it and the Debian package that brings it."""
+    problems = []
+    if host.get('python_venv') is False:
+        problems.append(
+            'ml_env_python %s on %s cannot create a venv with pip (its ensurepip module is missing): every release is a venv. '
+            'Install the Debian package python3-venv (python3.X-venv for another python3.X), or name another interpreter.' % (python, inventory_hostname)
+        )
+    found = host.get('commands') or {}
+    for command in commands:
+        if not found.get(command):
+            why, package = PREREQUISITES.get(command, ('the release build runs it', command))
+            problems.append('%s is not on %s: %s. Install the Debian package %s.' % (command, inventory_hostname, why, package))
+    return problems
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -124,4 +148,5 @@ class FilterModule(object):
             'ml_env_release_id': ml_env_release_id,
             'ml_env_problems': ml_env_problems,
             'ml_env_plan': ml_env_plan,
+            'ml_env_prerequisite_problems': ml_env_prerequisite_problems,
         }

@@ -332,12 +332,28 @@ def unit_facts(run, unit, unit_path, record_path=None):
     return found
 
 
+# the version line (ml_env's release id input, unchanged), then whether `python -m venv` can work: Debian ships
+# ensurepip, which venv needs for pip, in python3-venv, not in python3
+_INTERPRETER_PROBE = (
+    'import importlib.util, platform, sys; print(sys.version.split()[0], platform.machine()); '
+    "print('venv' if importlib.util.find_spec('venv') and importlib.util.find_spec('ensurepip') else 'no-venv')"
+)
+
+
+def interpreter_facts(run, python):
+    """(version, error, venv) of an interpreter: '3.11.2 x86_64' (ml_env's release id input), or None and why it does
+    not run; venv is whether it can create a venv with pip (venv and ensurepip importable), None when it does not run."""
+    try:
+        rc, out, err = run([python, '-c', _INTERPRETER_PROBE])
+    except OSError as e:
+        return None, str(e), None
+    if rc != 0:
+        return None, (err or out or 'exit %d' % rc).strip(), None
+    lines = out.strip().splitlines()
+    return lines[0].strip(), None, len(lines) > 1 and lines[1].strip() == 'venv'
+
+
 def interpreter_version(run, python):
     """'3.11.2 x86_64' of an interpreter, or None and why it does not run (ml_env's release id input)."""
-    try:
-        rc, out, err = run([python, '-c', 'import platform, sys; print(sys.version.split()[0], platform.machine())'])
-    except OSError as e:
-        return None, str(e)
-    if rc != 0:
-        return None, (err or out or 'exit %d' % rc).strip()
-    return out.strip(), None
+    version, error, _venv = interpreter_facts(run, python)
+    return version, error

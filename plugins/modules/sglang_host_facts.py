@@ -79,6 +79,11 @@ options:
   ml_env_root:
     description: ml_env root whose releases and C(current) to list.
     type: path
+  commands:
+    description: Commands to look up in the host's PATH (the roles' prerequisites, such as C(patch) and C(git)).
+    type: list
+    elements: str
+    default: []
 attributes:
   facts:
     description: Returns C(host) rather than setting facts; register it.
@@ -140,6 +145,13 @@ host:
     python_version:
       description: The version and machine of I(python), or null; C(python_error) says why.
       type: str
+    python_venv:
+      description: Whether I(python) can create a venv with pip (its C(venv) and C(ensurepip) modules import); null when
+        it does not run.
+      type: bool
+    commands:
+      description: Each of I(commands) and its path on the host, or null where the host lacks it.
+      type: dict
     ml_env:
       description: C(current) and C(releases) (C(complete), C(manifest)) of I(ml_env_root).
       type: dict
@@ -167,6 +179,7 @@ def main():
             user_python=dict(type='path'),
             python=dict(type='path'),
             ml_env_root=dict(type='path'),
+            commands=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -195,9 +208,11 @@ def main():
             host['user']['checked'] = {'reads': p['user_reads'], 'python': python}
     if p['python']:
         # a missing interpreter is an answer here, not a module failure
-        host['python_version'], host['python_error'] = host_facts.interpreter_version(
+        host['python_version'], host['python_error'], host['python_venv'] = host_facts.interpreter_facts(
             lambda argv: module.run_command(argv, handle_exceptions=False), p['python']
         )
+    if p['commands']:
+        host['commands'] = {name: module.get_bin_path(name) for name in p['commands']}
     if p['ml_env_root']:
         host['ml_env'] = host_facts.release_facts(p['ml_env_root'])
     module.exit_json(changed=False, host=host)

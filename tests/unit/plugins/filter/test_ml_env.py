@@ -8,7 +8,13 @@ import json
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.filter.ml_env import ml_env_plan, ml_env_problems, ml_env_release_id, ml_env_requirements
+from ansible_collections.ddtree.sglang.plugins.filter.ml_env import (
+    ml_env_plan,
+    ml_env_prerequisite_problems,
+    ml_env_problems,
+    ml_env_release_id,
+    ml_env_requirements,
+)
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems
 
 SHA = 'a' * 64
@@ -191,3 +197,27 @@ def test_a_release_built_before_is_not_built_again():
 
 def test_a_first_release_has_no_current_to_compare_with():
     assert ml_env_plan(INPUTS, 'r1', {'current': None, 'releases': {}}) == {'id': 'r1', 'build': True, 'current': None, 'changes': []}
+
+
+# --- what a release build needs on the host -----------------------------------------------------------
+VENV = (
+    'ml_env_python /usr/bin/python3 on ct129 cannot create a venv with pip (its ensurepip module is missing): every release '
+    'is a venv. Install the Debian package python3-venv (python3.X-venv for another python3.X), or name another interpreter.'
+)
+PATCH = 'patch is not on ct129: sglang_install applies the patch series (sglang_install_patches) with it. Install the Debian package patch.'
+
+
+@pytest.mark.parametrize(
+    'host, commands, expected',
+    [
+        ({'python_venv': True, 'commands': {'patch': '/usr/bin/patch'}}, ['patch'], []),
+        ({'python_venv': True}, [], []),
+        # an interpreter that does not run is named by its own check (release_id.yml), not here
+        ({'python_venv': None}, [], []),
+        ({'python_venv': False}, [], [VENV]),
+        ({'python_venv': True, 'commands': {'patch': None}}, ['patch'], [PATCH]),
+        ({'python_venv': False, 'commands': {}}, ['patch'], [VENV, PATCH]),
+    ],
+)
+def test_prerequisites_of_a_build(host, commands, expected):
+    assert ml_env_prerequisite_problems(host, 'ct129', '/usr/bin/python3', commands) == expected

@@ -214,3 +214,12 @@ def test_port_held_by_the_unit_or_free(tmp_path):
     found = host_facts.port_check(30000, {9}, 'sglang-qwen.service', proc)
     assert (found['in_use'], found['unit_holds'], found['msg']) == (False, True, 'sglang-qwen.service holds port 30000')
     assert host_facts.port_check(30001, {9}, 'sglang-qwen.service', proc)['msg'] == 'nothing listens on port 30001'
+
+
+def test_interpreter_facts_read_the_version_line_and_whether_a_venv_can_be_made():
+    run = runner([(['/usr/bin/python3'], (0, '3.11.2 x86_64\nvenv\n', ''))])
+    assert host_facts.interpreter_facts(run, '/usr/bin/python3') == ('3.11.2 x86_64', None, True)
+    run = runner([(['/usr/bin/python3'], (0, '3.11.2 x86_64\nno-venv\n', ''))])
+    assert host_facts.interpreter_facts(run, '/usr/bin/python3') == ('3.11.2 x86_64', None, False)
+    # the release id's input stays the version line alone
+    assert host_facts.interpreter_version(run, '/usr/bin/python3') == ('3.11.2 x86_64', None)
