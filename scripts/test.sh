@@ -52,6 +52,7 @@ stage_build() {
 }
 stage_molecule_default() { wheelhouse && molecule test -s default ; }
 stage_molecule_hardening() { wheelhouse && molecule test -s hardening ; }
+stage_molecule_installed() { wheelhouse && molecule test -s installed ; }
 stage_molecule_ladder() { wheelhouse && molecule test -s ladder ; }
 stage_molecule_bad_input() { wheelhouse && molecule test -s bad_input ; }
 stage_molecule_fleet() { wheelhouse && molecule test -s fleet ; }
@@ -71,11 +72,12 @@ stage_molecule_zero_downtime_load() { molecule verify -s zero_downtime; local rc
 # beside the building kind. Lane 1: default, which builds the wheelhouse first (the other lanes' lab stages
 # wait for it under its lock). Lane 2: the checks without lab hosts (while the wheelhouse builds),
 # lab_units, bad_input, fleet. Lane 3: safety_net (about nine minutes of timer windows), zero_downtime's
-# hosts, hardening: the three end within minutes of each other (docs/dev/testing.md, stage times).
+# hosts, hardening, installed (the collection as users install and run it): the three lanes end within minutes of
+# each other (docs/dev/testing.md, stage times).
 # None of them times anything the load on the others could upset (default's and
 # safety_net's bounds, the verdict within 5 s of the fatal line and the timer's windows, have seconds
 # to spare); zero_downtime's load phase compares latencies: it runs alone.
-STAGES=("molecule_default+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts,molecule_hardening"
+STAGES=("molecule_default+units,lint,sanity,changelog,docs,build,playbooks,lab_units,molecule_bad_input,molecule_fleet+molecule_safety_net,molecule_zero_downtime_hosts,molecule_hardening,molecule_installed"
         molecule_zero_downtime_load)
 full_run=true
 [ $# -gt 0 ] && STAGES=("$@") && full_run=false

@@ -15,7 +15,7 @@ import json
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems, wheel_source_problems
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import as_pins, pin_problems, wheel_source_problems
 
 ENTRY_KEYS = {'name', 'description', 'match', 'wheels', 'probe_imports', 'expect_cuda'}
 MATCH_KEYS = {'compute_caps', 'min_driver_version', 'min_cuda_version', 'simulated'}
@@ -92,8 +92,9 @@ def normalise_entry(entry, index, allow_unpinned=False, variable='cuda_overlay_m
         if not isinstance(match['simulated'], bool):
             raise AnsibleFilterError('%s.match.simulated must be true or false, got %r' % (where, match['simulated']))
         rules['simulated'] = match['simulated']
-    wheels = entry.get('wheels')
-    problems = pin_problems(wheels, '%s.wheels' % where, allow_unpinned, 'cuda_overlay_allow_unpinned')
+    # a hashed requirements file's text becomes its pins here, so the selection (and the release id) holds pins either way
+    wheels, problems = as_pins(entry.get('wheels'), '%s.wheels' % where)
+    problems = problems or pin_problems(wheels, '%s.wheels' % where, allow_unpinned, 'cuda_overlay_allow_unpinned')
     if not problems and not wheels:
         problems = ['%s.wheels is empty: an overlay entry installs at least one wheel' % where]
     if problems:

@@ -16,6 +16,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import (
     digest_problems,
+    as_pins,
     requirement_lines,
     wheel_pin_problems,
     wheel_source_problems,
@@ -136,7 +137,9 @@ def sglang_install_problems(v):
     problems = []
     pin_errors = []
     for variable, kind in SOURCE_PINS.get(source, SOURCE_PINS['fork']):
-        pin_errors += sglang_install_pin_problems(v[variable], variable, kind, allow_unpinned)
+        # the fork's build wheels (a list) may be a hashed requirements file's text: select.yml reads it with wheel_pins
+        pins, lock_errors = as_pins(v[variable], variable) if variable == 'sglang_install_build_wheels' else (v[variable], [])
+        pin_errors += lock_errors or sglang_install_pin_problems(pins, variable, kind, allow_unpinned)
     if pin_errors:
         problems.append('sglang_install_source is %s: %s' % (source, '; '.join(pin_errors)))
     problems += wheel_source_problems(

@@ -3,7 +3,10 @@
 """Pins of wheels (controller side, pure functions): checked and written as a requirements file, for the filters
 ml_env, sglang_install and cuda_overlay alike.
 
-A pin is ``{name, version, sha256}`` for a wheel. Every wheel goes to pip as
+A pin is ``{name, version, sha256}`` for a wheel (``sha256`` a list where a lock file gives several files of one
+version). A pin list may also be given as the text of a hashed requirements file, as ``uv pip compile
+--generate-hashes`` and ``pip-compile --generate-hashes`` write it; hashed_requirement_pins reads it into pins,
+as strictly as the YAML form is checked. Every wheel goes to pip as
 ``name===version --hash=sha256:<hex>`` with ``--require-hashes --no-deps``, so a changed file in a
 wheelhouse is refused by pip itself and nothing is resolved behind the pins' back. ``===`` and not
 ``==``: under PEP 440 ``==0.5.23`` also matches a local build ``0.5.23+ddtree.1`` in the same
@@ -43,7 +46,10 @@ def wheel_pin_problems(where, pin, seen):
 
 
 def digest_problems(where, label, digest, allow_unpinned, override):
-    """The problems of one pin's sha256; ``override`` names the variable that accepts no digest."""
+    """The problems of one pin's sha256 (or list of them); ``override`` names the variable that accepts no digest."""
+    if isinstance(digest, list) and digest:
+        bad = [one for one in digest if not isinstance(one, str) or not SHA256_RE.match(one)]
+        return ['%s.sha256 must be 64 lowercase hex digits (or a list of them), got %r' % (where, bad[0])] if bad else []
     if digest is None or digest == '':
         # "no" or "0" from INI :vars or -e are false (Python would read them as true); the argument spec refused the rest
         if boolean(allow_unpinned, strict=False):
@@ -56,19 +62,84 @@ def digest_problems(where, label, digest, allow_unpinned, override):
 
 def requirement_lines(pins):
     """``name===version --hash=sha256:<hex>`` per checked wheel pin, as a requirements file."""
+    pins = as_pins(pins)[0]
     lines = []
     for pin in pins:
         line = '%s===%s' % (pin['name'], pin['version'])
-        if pin.get('sha256'):
-            line += ' --hash=sha256:%s' % pin['sha256']
+        digests = pin.get('sha256') or []
+        for digest in [digests] if isinstance(digests, str) else digests:
+            line += ' --hash=sha256:%s' % digest
         lines.append(line)
     return '\n'.join(lines) + ('\n' if lines else '')
 
 
+# A requirement of a hashed requirements file: ``name==version`` (``===`` too), extras allowed (the lock lists what they
+# bring), then its hashes. Markers, URLs, ranges and options other than --hash are refused: a pin set is for one
+# platform and one Python, compiled with uv's --python-platform and --python-version.
+REQUIREMENT_RE = re.compile(r'^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]+\])?===?(?P<version>\S+?)(?P<rest>(\s.*)?)\Z')
+HASH_RE = re.compile(r'^--hash=sha256:(?P<digest>[0-9a-f]{64})\Z')
+
+
+def hashed_requirement_pins(text, variable='pins'):
+    """(pins, problems) of the text of a hashed requirements file. Lines continued with a backslash are joined, comments
+    and blank lines skipped; every requirement must be ``name==version`` with at least one ``--hash=sha256:<hex>`` and
+    nothing else. Each problem names the variable, the line number and what is allowed."""
+    pins, problems, logical = [], [], []
+    current, start = '', 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r'(^|\s)#.*', '', raw).strip()
+        if not current:
+            start = number
+        if line.endswith('\\'):
+            current += line[:-1] + ' '
+            continue
+        current += line
+        if current.strip():
+            logical.append((start, ' '.join(current.split())))
+        current = ''
+    if current.strip():
+        logical.append((start, ' '.join(current.split())))
+    for number, line in logical:
+        where = '%s line %d' % (variable, number)
+        match = REQUIREMENT_RE.match(line)
+        if not match or ';' in line or '@' in line.split(' ')[0]:
+            problems.append(
+                '%s must be one requirement "name==version --hash=sha256:<64 hex>" (options, URLs, markers and ranges are not '
+                'pins: compile the file for one platform and Python with --generate-hashes), got %r' % (where, line)
+            )
+            continue
+        digests, rest = [], match.group('rest').split()
+        for word in rest:
+            found = HASH_RE.match(word)
+            if not found:
+                problems.append(
+                    '%s: only --hash=sha256:<64 lowercase hex> may follow %s==%s, got %r' % (where, match.group('name'), match.group('version'), word)
+                )
+                break
+            digests.append(found.group('digest'))
+        else:
+            if not digests:
+                problems.append('%s (%s) has no --hash=sha256: every wheel must be pinned by hash (--generate-hashes)' % (where, match.group('name')))
+                continue
+            pins.append({'name': match.group('name'), 'version': match.group('version'), 'sha256': digests[0] if len(digests) == 1 else digests})
+    return pins, problems
+
+
+def as_pins(pins, variable='pins'):
+    """(pins, problems): a pin list as given, or the pins of a hashed requirements file's text."""
+    if isinstance(pins, str):
+        return hashed_requirement_pins(pins, variable)
+    return pins, []
+
+
 def pin_problems(pins, variable='pins', allow_unpinned=False, allow_unpinned_variable='ml_env_allow_unpinned'):
-    """Every problem of a pin list, as sentences naming the variable, the entry and the switch that accepts no digest."""
+    """Every problem of a pin list (or of a hashed requirements file's text), as sentences naming the variable, the entry
+    and the switch that accepts no digest."""
+    pins, problems = as_pins(pins, variable)
+    if problems:
+        return problems
     if not isinstance(pins, list):
-        return ['%s must be a list of {name, version, sha256}, got %s' % (variable, type(pins).__name__)]
+        return ['%s must be a list of {name, version, sha256} or the text of a hashed requirements file, got %s' % (variable, type(pins).__name__)]
     problems = []
     seen = set()
     for index, pin in enumerate(pins):

@@ -283,3 +283,19 @@ def test_paths_and_timeout_are_named_with_their_values(change, got):
 def test_exactly_one_wheel_source_that_fits_pips_command_line(find_links, index_url, expected):
     problems = cuda_overlay_problems(dict(OVERLAY, cuda_overlay_pip_find_links=find_links, cuda_overlay_pip_index_url=index_url))
     assert problems == expected
+
+
+def test_an_entry_may_give_its_wheels_as_a_hashed_requirements_file():
+    lock = 'torch==2.11.0+cu130 \\\n    --hash=sha256:%s\nsglang-kernel==0.4.10 --hash=sha256:%s  # via sglang\n' % (SHA, 'b' * 64)
+    matrix = [dict(MATRIX[0], wheels=lock)]
+    choice = cuda_overlay_match(H200, matrix)
+    assert choice['matched'] and choice['wheels'] == WHEELS
+
+
+def test_a_lock_line_without_hash_in_an_entry_is_refused_naming_the_entry_and_line():
+    matrix = [dict(MATRIX[0], wheels='torch==2.11.0+cu130\n')]
+    with pytest.raises(AnsibleFilterError) as refused:
+        cuda_overlay_match(H200, matrix)
+    assert str(refused.value) == (
+        'cuda_overlay_matrix[0] (h100-h200-cu130).wheels line 1 (torch) has no --hash=sha256: every wheel must be pinned by hash (--generate-hashes)'
+    )

@@ -204,3 +204,13 @@ def test_wheel_source_and_patch_directory_are_named_with_their_values():
         'sglang_install_pip_index_url (a local package index, http:// or https://); by default they are ml_env_pip_find_links '
         'and ml_env_pip_index_url. Got sglang_install_pip_find_links="", sglang_install_pip_index_url="".'
     ]
+
+
+def test_a_fork_s_build_wheels_may_be_a_hashed_requirements_file():
+    fork = dict(INSTALL, sglang_install_source='fork', sglang_install_fork=BUNDLE)
+    assert sglang_install_problems(dict(fork, sglang_install_build_wheels='setuptools==84.2.1 --hash=sha256:%s\n' % SHA)) == []
+    assert sglang_install_problems(dict(fork, sglang_install_build_wheels='setuptools>=70\n')) == [
+        'sglang_install_source is fork: sglang_install_build_wheels line 1 must be one requirement "name==version '
+        '--hash=sha256:<64 hex>" (options, URLs, markers and ranges are not pins: compile the file for one platform and '
+        "Python with --generate-hashes), got 'setuptools>=70'"
+    ]
