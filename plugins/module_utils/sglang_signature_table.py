@@ -813,6 +813,18 @@ SIGNATURES = (
                 're': r'sglang/srt/(?P<file>server_args\.py)", line (?P<line>\d+), in (?P<func>_handle_\w+|check_server_args|_check_\w+)\b',
                 'source': 'sgl-project/sglang 0.5.x python/sglang/srt/server_args.py (ServerArgs.__post_init__, its _handle_* steps and check_server_args)',
             },
+            # the --attention-backend chosen does not fit the model or the GPU: the backend's factory refuses it (0.5.23's
+            # registry, e.g. fa3's "FlashAttention v3 Backend requires SM>=80 and SM<=90"), or ModelRunner did before it
+            {
+                're': r'sglang/srt/(?P<file>layers/attention/attention_registry\.py)", line (?P<line>\d+), in (?P<func>create_\w+_backend)\b',
+                'source': 'sgl-project/sglang 0.5.23 python/sglang/srt/layers/attention/attention_registry.py (create_flashattention_v3_backend '
+                'and the other backends\' factories assert or raise ValueError on a model or GPU they do not serve)',
+            },
+            {
+                're': r'sglang/srt/(?P<file>model_executor/model_runner\.py)", line (?P<line>\d+), in (?P<func>_get_attention_backend_from_str)\b',
+                'source': 'sgl-project/sglang 0.5.x python/sglang/srt/model_executor/model_runner.py (ModelRunner._get_attention_backend_from_str, '
+                'the same checks before the registry)',
+            },
             {'re': r'(?:^|\s)(?:ValueError|AssertionError|NotImplementedError): (?P<reason>.+)$', 'fatal': False},
         ),
         'phase': 'starting',
@@ -823,9 +835,9 @@ SIGNATURES = (
         'priority': 30,  # below every specific cause: the frames of a model load pass model_config.py too
         'diagnosis': 'SGLang refused its flags at start-up in {func} (sglang/srt/{file}:{line}): {reason}',
         'advice': 'SGLang says: {reason} Change what it names in the host group\'s sglang_service_envelope (or the unit\'s '
-        'environment it names). The flag check runs this check before a restart where the release can import '
-        'it (its checks_skipped lists those it could not); preflight mirrors the ones that need the model '
-        '(docs/preflight-parity.md).',
+        'environment it names). The flag check runs the checks of the flags before a restart where the release can import '
+        'them (its checks_skipped lists those it could not); preflight mirrors the ones that need the model '
+        '(docs/preflight-parity.md); an attention backend\'s check of the GPU runs only on the GPU, at start-up.',
         'defaults': {'reason': 'see the exception line', 'func': 'a start-up check', 'file': 'arg_groups', 'line': '?'},
     },
     {
