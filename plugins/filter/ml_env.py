@@ -10,6 +10,13 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.prerequisites import (
+    PREREQUISITES,
+    command_problems,
+    missing_commands,
+    packages_text,
+    prerequisite_packages,
+)
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import root_dir_problems
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import pin_problems, requirement_lines, wheel_source_problems
 
@@ -117,28 +124,30 @@ def ml_env_plan(inputs, release_id, host_ml_env):
     return {'id': release_id, 'build': build, 'current': current, 'changes': changes}
 
 
-# what a release build runs on the host, and the Debian package that brings it
-PREREQUISITES = {
-    'patch': ('sglang_install applies the patch series (sglang_install_patches) with it', 'patch'),
-}
+def ml_env_prerequisite_needs(host, commands):
+    """What a build needs that the host lacks: 'venv' when ml_env_python cannot make a venv with pip, and each missing
+    command of ``commands`` (``host`` is sglang_host_facts' ``host``: python_venv, commands)."""
+    return (['venv'] if host.get('python_venv') is False else []) + missing_commands(host, commands)
 
 
 def ml_env_prerequisite_problems(host, inventory_hostname, python, commands):
     """The problems of a host that must build a release: ``python`` (ml_env_python) must create a venv with pip, and
     each of ``commands`` must be on the host; ``host`` is sglang_host_facts' ``host`` (python_venv, commands). Each
-    message names what is missing, why the build needs it and the Debian package that brings it."""
+    message names what is missing, why the build needs it and the package that brings it on Debian/Ubuntu and on the
+    RHEL family."""
     problems = []
     if host.get('python_venv') is False:
         problems.append(
-            'ml_env_python %s on %s cannot create a venv with pip (its ensurepip module is missing): every release is a venv. '
-            'Install the Debian package python3-venv (python3.X-venv for another python3.X), or name another interpreter.' % (python, inventory_hostname)
+            'ml_env_python %s on %s cannot create a venv with pip (its ensurepip module is missing): %s. Install %s '
+            '(python3.X-venv for another python3.X on Debian/Ubuntu), name another interpreter, or set '
+            'ml_env_install_prerequisites: true to have it installed.' % (python, inventory_hostname, PREREQUISITES['venv'][0], packages_text('venv'))
         )
-    found = host.get('commands') or {}
-    for command in commands:
-        if not found.get(command):
-            why, package = PREREQUISITES.get(command, ('the release build runs it', command))
-            problems.append('%s is not on %s: %s. Install the Debian package %s.' % (command, inventory_hostname, why, package))
-    return problems
+    return problems + command_problems(host, inventory_hostname, commands)
+
+
+def ml_env_prerequisite_packages(host, commands, os_family):
+    """The packages ml_env_install_prerequisites installs for what the host lacks (ml_env_prerequisite_needs)."""
+    return prerequisite_packages(ml_env_prerequisite_needs(host, commands), os_family)
 
 
 class FilterModule(object):
@@ -149,4 +158,6 @@ class FilterModule(object):
             'ml_env_problems': ml_env_problems,
             'ml_env_plan': ml_env_plan,
             'ml_env_prerequisite_problems': ml_env_prerequisite_problems,
+            'ml_env_prerequisite_packages': ml_env_prerequisite_packages,
+            'ml_env_prerequisite_needs': ml_env_prerequisite_needs,
         }

@@ -26,6 +26,7 @@ from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
 from ansible_collections.ddtree.sglang.plugins.module_utils.flag_check import is_secret_env_name
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import COUNT_KEYS, envelope_argv, secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.module_utils.service_account import account_problems as service_account_problems
+from ansible_collections.ddtree.sglang.plugins.plugin_utils.prerequisites import command_problems
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_bench import (
     WORKLOAD_DEFAULTS,
     confidence_ok,
@@ -586,13 +587,18 @@ def python_exists(python, host, ml_env_root):
     return bool(found) and releases.get(found.group(1), {}).get('complete', False)
 
 
+# what the service needs on the host besides its release: the unit's manager and the verdict's journal
+SERVICE_COMMANDS = ('systemctl', 'journalctl')
+
+
 def host_problems(v, hostname, host, check_python):
-    """The host's fit, from what sglang_host_facts read: GPUs, model directories, interpreter, port."""
-    problems = []
+    """The host's fit, from what sglang_host_facts read: systemd, GPUs, model directories, interpreter, port."""
+    # a read without commands (an older caller) says nothing about them
+    problems = command_problems(host, hostname, SERVICE_COMMANDS, None) if 'commands' in host else []
     envelope = v['sglang_service_envelope']
     gpus = host.get('gpus')
     if not gpus:
-        return [host.get('gpus_error') or 'the GPUs could not be read']
+        return problems + [host.get('gpus_error') or 'the GPUs could not be read']
     count = gpus['count']
     if isinstance(envelope, dict):
         tp, dp, pp = envelope.get('tp_size', 1), envelope.get('dp_size', 1), envelope.get('pp_size', 1)

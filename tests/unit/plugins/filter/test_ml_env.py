@@ -10,6 +10,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.ddtree.sglang.plugins.filter.ml_env import (
     ml_env_plan,
+    ml_env_prerequisite_packages,
     ml_env_prerequisite_problems,
     ml_env_problems,
     ml_env_release_id,
@@ -202,9 +203,18 @@ def test_a_first_release_has_no_current_to_compare_with():
 # --- what a release build needs on the host -----------------------------------------------------------
 VENV = (
     'ml_env_python /usr/bin/python3 on ct129 cannot create a venv with pip (its ensurepip module is missing): every release '
-    'is a venv. Install the Debian package python3-venv (python3.X-venv for another python3.X), or name another interpreter.'
+    'is a venv made with pip (ensurepip). Install the package python3-venv on Debian/Ubuntu, python3 on the RHEL family '
+    '(python3.X-venv for another python3.X on Debian/Ubuntu), name another interpreter, or set ml_env_install_prerequisites: '
+    'true to have it installed.'
 )
-PATCH = 'patch is not on ct129: sglang_install applies the patch series (sglang_install_patches) with it. Install the Debian package patch.'
+PATCH = (
+    'patch is not on ct129: sglang_install applies the patch series (sglang_install_patches) with it. Install the package '
+    'patch (Debian/Ubuntu and RHEL family), or set ml_env_install_prerequisites: true to have it installed.'
+)
+GIT = (
+    'git is not on ct129: sglang_install checks out the fork (sglang_install_fork) with it. Install the package git on '
+    'Debian/Ubuntu, git-core on the RHEL family, or set ml_env_install_prerequisites: true to have it installed.'
+)
 
 
 @pytest.mark.parametrize(
@@ -217,7 +227,22 @@ PATCH = 'patch is not on ct129: sglang_install applies the patch series (sglang_
         ({'python_venv': False}, [], [VENV]),
         ({'python_venv': True, 'commands': {'patch': None}}, ['patch'], [PATCH]),
         ({'python_venv': False, 'commands': {}}, ['patch'], [VENV, PATCH]),
+        ({'python_venv': True, 'commands': {'git': None}}, ['git'], [GIT]),
     ],
 )
 def test_prerequisites_of_a_build(host, commands, expected):
     assert ml_env_prerequisite_problems(host, 'ct129', '/usr/bin/python3', commands) == expected
+
+
+@pytest.mark.parametrize(
+    'host, commands, family, expected',
+    [
+        ({'python_venv': False, 'commands': {'patch': None, 'git': None}}, ['patch', 'git'], 'Debian', ['python3-venv', 'patch', 'git']),
+        ({'python_venv': False, 'commands': {'patch': None, 'git': None}}, ['patch', 'git'], 'RedHat', ['python3', 'patch', 'git-core']),
+        ({'python_venv': True, 'commands': {'patch': '/usr/bin/patch'}}, ['patch'], 'Debian', []),
+        # a family without known package names installs nothing (the check then refuses, naming both families' names)
+        ({'python_venv': False}, [], 'Suse', []),
+    ],
+)
+def test_packages_that_bring_what_a_build_lacks(host, commands, family, expected):
+    assert ml_env_prerequisite_packages(host, commands, family) == expected

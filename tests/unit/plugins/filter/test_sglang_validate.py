@@ -67,6 +67,7 @@ HOST = {
     'paths': {'/opt/ddtree/ml-env/current/bin/python': {'exists': True}},
     'port': {'in_use': False, 'msg': 'sglang-qwen.service holds port 30000'},
     'ml_env': {'current': 'abcdef0123456789', 'releases': {'abcdef0123456789': {'complete': True}}},
+    'commands': {'systemctl': '/usr/bin/systemctl', 'journalctl': '/usr/bin/journalctl'},
 }
 GROUPS = ['gpu_a6000_tp2', 'lab', 'sglang_servers']
 INVENTORY = {'all': ['ct129'], 'sglang_servers': ['ct129'], 'gpu_a6000_tp2': ['ct129'], 'pair': ['ct129', 'ct130']}
@@ -596,3 +597,11 @@ def test_the_gate_prompts_file_is_read_before_the_host_is_touched(tmp_path):
     role_file = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang_service', 'files', 'gate_prompts.jsonl')
     gate['__sglang_service_gate_prompts_path'] = role_file
     assert problems(**gate) == []
+
+
+def test_a_host_without_systemd_s_commands_is_refused_naming_the_package():
+    host = dict(HOST, commands={'systemctl': '/usr/bin/systemctl', 'journalctl': None})
+    assert problems(host) == [
+        "journalctl is not on ct129: the verdict reads the service's journal. Install the package systemd (Debian/Ubuntu and "
+        'RHEL family) (a host that boots with systemd has it).'
+    ]
