@@ -58,8 +58,11 @@ if [ ! -f "$cache/get_pip_24_2.py" ]; then
   cp scripts/get_pip_offline.py "$cache/get_pip_24_2.py"
 fi
 
-log "lab image"
-lab/build-image.sh
+# make demo builds the image itself, beside the wheelhouse (DDTREE_SETUP_SKIP_IMAGE=1)
+if [ -z "${DDTREE_SETUP_SKIP_IMAGE:-}" ]; then
+  log "lab image"
+  lab/build-image.sh
+fi
 
 # the key the lab's SSH inventory logs in with as the user deploy (lab/up.sh and molecule mount its
 # public half into the lab hosts); known_hosts gets each host's key when the host starts
