@@ -830,3 +830,46 @@ def test_each_process_draws_its_own_speed_and_each_request_its_own():
     noisy = SimState(args, {}, 32768, "none", 1.0, compute_cap="8.6", noise=(0.0, 0.05))
     rates = [noisy.rate().tokens_per_s for _index in range(20)]
     assert len(set(rates)) == 20 and noisy.rate(noisy=False).tokens_per_s == pytest.approx(100.0)
+
+
+def _metrics(port):
+    """GET /metrics: (status, {sample name with its labels: value})."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            samples[key] = float(value)
+    return status, samples
+
+
+def test_metrics_are_served_with_enable_metrics_only_and_count_generations(sim_env):
+    env, models = sim_env
+    port, other = free_port(), free_port()
+    with (
+        subprocess.Popen(argv(models, port, *HEALTHY, "--enable-metrics", "--served-model-name", "qwen"), env=env) as proc,
+        subprocess.Popen(argv(models, other, *HEALTHY), env=env) as without,
+    ):
+        try:
+            wait_ready(port, proc)
+            wait_ready(other, without)
+            assert _metrics(other)[0] == 404
+            post(port, "/generate", {"text": "count me", "sampling_params": {"max_new_tokens": 5}})
+            status, samples = _metrics(port)
+        finally:
+            stop(proc)
+            stop(without)
+    scheduler = 'model_name="qwen",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+    tokenizer = 'model_name="qwen",engine_type="unified",is_streaming="false"'
+    assert status == 200
+    assert samples["sglang:num_running_reqs{%s}" % scheduler] == 0.0
+    assert samples["sglang:generation_tokens_total{%s}" % tokenizer] == 5.0
+    assert samples["sglang:prompt_tokens_total{%s}" % tokenizer] == 2.0
+    assert samples["sglang:e2e_request_latency_seconds_count{%s}" % tokenizer] == 1.0
+    # the simulated DDTree's accept length, as /get_server_info reports it
+    assert samples["sglang:spec_accept_length{%s}" % scheduler] > 1.0

@@ -22,7 +22,7 @@ import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import SIMULATED_SGLANG_VERSION, failures, log, throughput
+from . import SIMULATED_SGLANG_VERSION, failures, log, metrics, throughput
 from .args import public_args
 
 VOCABULARY = (
@@ -94,6 +94,8 @@ class SimState:  # pylint: disable=too-few-public-methods,too-many-instance-attr
         self.waiting = 0
         self.in_flight = 0
         self.total_tokens = 0
+        # GET /metrics with --enable-metrics (sglang_sim.metrics)
+        self.metrics = metrics.Recorder()
 
     def request_started(self):
         with self._lock:
@@ -270,7 +272,13 @@ class Handler(BaseHTTPRequestHandler):
             )
             # the speed of the moment the slot was granted, for the whole generation
             rate = self.sim.rate(running, prompt)
+            started = time.monotonic()
             self._decode(prompt_tokens, max_new_tokens, rate, on_step)
+            elapsed = time.monotonic() - started
+            # the simulated prefill is the time to the first token (all of it when every generation takes generate_s)
+            prefill = throughput.prefill_s(prompt_tokens, self.sim.args.tp_size) * self.sim.time_scale
+            ttft = elapsed if self.sim.generate_s is not None else min(elapsed, prefill)
+            self.sim.metrics.observe(prompt_tokens, max_new_tokens, ttft, elapsed, rate, streaming=on_step is not None)
             # the unscaled rate, so logs read the same at any SGLANG_SIM_TIME_SCALE
             log.info(
                 f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, "
@@ -517,6 +525,15 @@ class Handler(BaseHTTPRequestHandler):
             }
         )
 
+    def prometheus(self):
+        """SGLang's /metrics: only with --enable-metrics (else 404, as SGLang mounts it only then); one process, so
+        every rank label is 0 and the engine is "unified" (no prefill/decode split)."""
+        if not self.sim.args.enable_metrics:
+            self._json({"detail": "Not Found"}, 404)
+            return
+        labels = {"model_name": self.sim.model_id, "engine_type": "unified", "tp_rank": 0, "pp_rank": 0, "moe_ep_rank": 0}
+        self._send(200, self.sim.metrics.render(labels, self.sim.load()).encode("utf-8"), "text/plain; version=0.0.4; charset=utf-8")
+
     GET_ROUTES = {
         "/health": health,
         "/health_generate": health_generate,
@@ -526,6 +543,7 @@ class Handler(BaseHTTPRequestHandler):
         "/get_server_info": server_info,
         "/server_info": server_info,
         "/v1/loads": loads,
+        "/metrics": prometheus,
     }
     POST_ROUTES = {"/generate": generate, "/v1/completions": completions, "/v1/chat/completions": chat_completions}
 
