@@ -843,7 +843,7 @@ def _metrics(port):
     samples = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            key, _, value = line.rpartition(" ")
+            key, value = line.rsplit(" ", 1)
             samples[key] = float(value)
     return status, samples
 
