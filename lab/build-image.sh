@@ -6,10 +6,12 @@ set -euo pipefail
 IMAGE=${DDTREE_LAB_IMAGE:-localhost/ddtree-lab:bookworm}
 # python3-venv/pip: the ml-env venv; patch: the DDTree patch series; git: the fork source (a bundle
 # or mirror cloned on the host); curl: operators' habit; openssh-server, sudo: the lab reached as
-# operators reach their hosts, by SSH as the unprivileged user deploy with become
-PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,iproute2,procps,patch,git,curl,ca-certificates,openssh-server,sudo
+# operators reach their hosts, by SSH as the unprivileged user deploy with become; prometheus,
+# prometheus-node-exporter, prometheus-exporter-exporter: the fleet's metrics (docs/observability.md),
+# installed but not enabled: the roles that use them enable them (the containers cannot reach a mirror)
+PACKAGES=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,iproute2,procps,patch,git,curl,ca-certificates,openssh-server,sudo,prometheus,prometheus-node-exporter,prometheus-exporter-exporter
 # bump when the image's own set-up below changes
-SETUP=ssh-deploy-1
+SETUP=ssh-deploy-1,metrics-off-1
 LABEL=ddtree.lab.packages
 
 if podman image exists "$IMAGE" &&
@@ -35,6 +37,8 @@ printf '%s\n' '[Service]' 'ExecStartPre=' 'ExecStartPre=/usr/bin/ssh-keygen -A' 
   >"$rootfs/etc/systemd/system/ssh.service.d/lab-host-keys.conf"
 printf '%s\n' 'PermitRootLogin no' 'PasswordAuthentication no' 'KbdInteractiveAuthentication no' \
   'AuthorizedKeysFile /etc/ssh/lab-authorized-keys/%u' >"$rootfs/etc/ssh/sshd_config.d/lab.conf"
+# the packages' postinst enabled their services: a lab host runs none until a role asks for it
+rm -f "$rootfs"/etc/systemd/system/multi-user.target.wants/prometheus*.service
 chroot "$rootfs" useradd --create-home --shell /bin/bash deploy
 echo 'deploy ALL=(ALL) NOPASSWD: ALL' >"$rootfs/etc/sudoers.d/deploy"
 chmod 0440 "$rootfs/etc/sudoers.d/deploy"

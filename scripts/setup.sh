@@ -45,6 +45,17 @@ PY
   rm -rf "$tmp"
 fi
 
+# promtool from Debian's prometheus package, the version the lab's Prometheus runs: the alert rules'
+# check and tests (scripts/test.sh lint), without installing Prometheus on the controller
+if [ ! -x .deps/bin/promtool ]; then
+  log "promtool from Debian's prometheus package"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && { apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; } &&
+   dpkg-deb -x prometheus_*.deb extracted)
+  mkdir -p .deps/bin && cp "$tmp/extracted/usr/bin/promtool" .deps/bin/promtool
+  rm -rf "$tmp"
+fi
+
 # ansible-test looks for the collection under .../ansible_collections/ddtree/sglang
 mkdir -p .deps/tree/ansible_collections/ddtree
 ln -sfn "$ROOT" .deps/tree/ansible_collections/ddtree/sglang

@@ -28,7 +28,12 @@ wheelhouse() { lab/build-wheelhouse.sh >/dev/null ; }
 stage_units() { copy_collection && (cd "$COLLECTION" && ansible-test units --python 3.11 --local --requirements-mode skip 2>&1 | grep -v '^WARNING: Skipping'; exit "${PIPESTATUS[0]}") ; }
 # two workers, one file each: the module fixtures (a venv from the wheelhouse) are built once
 stage_lab_units() { wheelhouse && python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile lab/tests ; }
-stage_lint() { ansible-lint --profile production && ruff check --quiet . && ruff format --check --quiet . ; }
+# the alert rules as the lab's Prometheus (Debian's 2.42) reads them, and their tests (tests/prometheus/)
+stage_lint() {
+  ansible-lint --profile production && ruff check --quiet . && ruff format --check --quiet . &&
+  .deps/bin/promtool check rules roles/prometheus_scrape/files/ddtree_sglang_alerts.yml >/dev/null &&
+  .deps/bin/promtool test rules tests/prometheus/ddtree_sglang_alerts_test.yml
+}
 # behaviour playbooks that need no lab host: they run the role's own task files on the controller
 stage_playbooks() { local p; for p in tests/playbooks/*.yml; do ansible-playbook -i localhost, "$p" || return 1; done ; }
 stage_sanity() { copy_collection && (cd "$COLLECTION" && ansible-test sanity --python 3.11) ; }
@@ -47,7 +52,7 @@ stage_build() {
   (cd "$out" && ANSIBLE_COLLECTIONS_PATH="$installed" ansible-doc --metadata-dump ddtree.sglang >"$out/docs.json") &&
   python tests/collection_contents.py "$out"/ddtree-sglang-*.tar.gz "$out/docs.json" &&
   (cd "$out" && ANSIBLE_COLLECTIONS_PATH="$installed:$ROOT/.deps" ansible-playbook --syntax-check -i localhost, \
-    ddtree.sglang.deploy ddtree.sglang.upgrade ddtree.sglang.rollback ddtree.sglang.router 2>&1 | grep -v 'Could not match supplied host pattern'; exit "${PIPESTATUS[0]}")
+    ddtree.sglang.deploy ddtree.sglang.upgrade ddtree.sglang.rollback ddtree.sglang.router ddtree.sglang.monitoring 2>&1 | grep -v 'Could not match supplied host pattern'; exit "${PIPESTATUS[0]}")
   local rc=$?; rm -rf "$out"; return $rc
 }
 stage_molecule_default() { wheelhouse && molecule test -s default ; }

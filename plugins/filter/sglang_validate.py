@@ -290,6 +290,12 @@ def _path_problems(v):
     problems += unit_value_problems(
         {'sglang_service_environment_files': v['sglang_service_environment_files'], 'sglang_service_read_write_paths': v['sglang_service_read_write_paths']}
     )
+    textfile_dir = v.get('sglang_service_metrics_textfile_dir', '')
+    if not isinstance(textfile_dir, str) or (textfile_dir and not _match(r'^/[^\n]*\Z', textfile_dir)):
+        problems.append(
+            "sglang_service_metrics_textfile_dir must be an absolute path (the node-exporter textfile collector's "
+            "directory), or '' to write no outcome metrics; got %s." % _json(textfile_dir)
+        )
     if _match('^/.', v['sglang_service_state_dir']):
         # root-only control files (the restore script, last known good) live below it
         state_dir_problem = root_dir_problem('sglang_service_state_dir', v['sglang_service_state_dir'])
