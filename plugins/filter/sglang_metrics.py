@@ -28,8 +28,8 @@ def split_listen_address(value):
 
 
 def sglang_metrics_problems(v):
-    """Every problem of role sglang_metrics' variables (``v``: the variables, and sglang_service_port, the port the
-    SGLang API binds on the host), each naming the variable and what it allows; [] when none."""
+    """Every problem of role sglang_metrics' variables (``v``: the variables, and taken_ports, the ports of the host's
+    SGLang API or router, or sglang_service_port alone), each naming the variable and what it allows; [] when none."""
     problems = []
     listen = v.get('sglang_metrics_listen_address', '')
     if listen != '':
@@ -39,10 +39,10 @@ def sglang_metrics_problems(v):
                 "sglang_metrics_listen_address must be HOST:PORT (an address of the host, and a port from 1 to 65535), or '' to "
                 'open no metrics listener; got %s.' % json.dumps(listen)
             )
-        elif address[1] in (v.get('sglang_service_port'), 9100):
+        elif address[1] in [int(port) for port in v.get('taken_ports') or [v.get('sglang_service_port', 30000)]] + [9100]:
             problems.append(
-                'sglang_metrics_listen_address must use a port of its own, not %d (the SGLang API or node-exporter binds it); '
-                'got %s.' % (address[1], json.dumps(listen))
+                'sglang_metrics_listen_address must use a port of its own, not %d (the SGLang API, the router or node-exporter '
+                'binds it); got %s.' % (address[1], json.dumps(listen))
             )
         networks = v.get('sglang_metrics_allow_networks')
         if not isinstance(networks, list) or not networks:
@@ -112,7 +112,7 @@ def sglang_metrics_target(host):
 
 
 # the jobs the role writes itself; another job of the same name would make Prometheus refuse the configuration
-OWN_JOBS = ('ddtree-sglang', 'ddtree-sglang-node')
+OWN_JOBS = ('ddtree-sglang', 'ddtree-sglang-node', 'ddtree-sglang-router')
 
 
 def prometheus_scrape_problems(v):

@@ -106,7 +106,7 @@ def sglang_router_pip_source_problems(find_links, index_url):
 
 
 # Flags with variables of their own, refused in sglang_router_args
-RESERVED_ARGS = ('host', 'port', 'worker_urls', 'policy', 'health_check_interval_secs')
+RESERVED_ARGS = ('host', 'port', 'worker_urls', 'policy', 'health_check_interval_secs', 'prometheus_host', 'prometheus_port')
 
 
 def _positive_int(value, upper=None):
@@ -134,6 +134,12 @@ def sglang_router_problems(v):
         )
     if not _positive_int(v['sglang_router_port'], 65536):
         problems.append('sglang_router_port must be an integer in 1-65535, got %s' % _json(v['sglang_router_port']))
+    metrics_port = v.get('sglang_router_metrics_port', 29000)
+    if not _positive_int(metrics_port, 65536) or str(metrics_port) == str(v['sglang_router_port']):
+        problems.append(
+            'sglang_router_metrics_port must be an integer in 1-65535 other than sglang_router_port (the router serves its '
+            'Prometheus metrics there, on loopback), got %s' % _json(metrics_port)
+        )
     for key in ('sglang_router_health_check_interval_s', 'sglang_router_wait_timeout_s'):
         if not _positive_int(v[key]):
             problems.append('%s must be a positive integer (seconds), got %s' % (key, _json(v[key])))
@@ -142,7 +148,8 @@ def sglang_router_problems(v):
         problems.append(
             'sglang_router_args must be a dict of further router flags without %s (they have variables of their own: '
             'sglang_router_host, sglang_router_port, sglang_router_fronts, sglang_router_policy, '
-            'sglang_router_health_check_interval_s), got %s' % (', '.join(RESERVED_ARGS), list(args) if isinstance(args, dict) else type(args).__name__)
+            'sglang_router_health_check_interval_s, sglang_router_metrics_port), got %s'
+            % (', '.join(RESERVED_ARGS), list(args) if isinstance(args, dict) else type(args).__name__)
         )
     secrets = secret_arg_names(args)
     # names only in the message: the values are the secrets

@@ -57,8 +57,16 @@ def test_a_listen_address_is_host_and_port(listen):
 
 def test_the_listener_never_takes_the_api_port():
     assert sglang_metrics_problems(dict(OPEN, sglang_metrics_listen_address='10.88.0.5:30000')) == [
-        'sglang_metrics_listen_address must use a port of its own, not 30000 (the SGLang API or node-exporter binds it); got "10.88.0.5:30000".'
+        'sglang_metrics_listen_address must use a port of its own, not 30000 (the SGLang API, the router or node-exporter binds it); got "10.88.0.5:30000".'
     ]
+
+
+def test_a_router_host_keeps_the_router_ports():
+    router = dict(OPEN, sglang_metrics_listen_address='10.88.0.5:29000', taken_ports=[30080, 29000])
+    assert sglang_metrics_problems(router) == [
+        'sglang_metrics_listen_address must use a port of its own, not 29000 (the SGLang API, the router or node-exporter binds it); got "10.88.0.5:29000".'
+    ]
+    assert sglang_metrics_problems(dict(router, sglang_metrics_listen_address='10.88.0.5:30000')) == []
 
 
 def test_a_bad_token_is_refused_without_being_shown():
@@ -121,5 +129,6 @@ def test_the_scrape_defaults_pass_and_bad_values_are_named():
         'prometheus_scrape_file_sd_dir must be an absolute path; got "file_sd".',
         'prometheus_scrape_interval_s must be whole seconds from 1 to 3600; got "15s".',
         'prometheus_scrape_alertmanagers must list Alertmanagers as HOST:PORT; got ["http://am:9093"].',
-        'prometheus_scrape_other_jobs must not name the jobs the role writes itself (ddtree-sglang, ddtree-sglang-node); got ddtree-sglang-node.',
+        'prometheus_scrape_other_jobs must not name the jobs the role writes itself (ddtree-sglang, ddtree-sglang-node, ddtree-sglang-router); got '
+        'ddtree-sglang-node.',
     ]

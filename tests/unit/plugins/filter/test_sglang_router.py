@@ -161,6 +161,7 @@ ROUTER = {
     'sglang_router_wheels': [{'name': 'sglang-router', 'version': '0.3.2', 'sha256': 'a' * 64}],
     'sglang_router_pip_find_links': '/var/cache/wheels',
     'sglang_router_pip_index_url': '',
+    'sglang_router_metrics_port': 29000,
 }
 
 
@@ -174,6 +175,11 @@ def test_router_variables_that_are_fine_have_no_problem():
         (
             {'sglang_router_name': 'router.service'},
             'sglang_router_name must be a unit name of letters, digits and "_.@-" without ".service", got "router.service"',
+        ),
+        (
+            {'sglang_router_metrics_port': 30080},
+            'sglang_router_metrics_port must be an integer in 1-65535 other than sglang_router_port (the router serves its '
+            'Prometheus metrics there, on loopback), got 30080',
         ),
         ({'sglang_router_fronts': []}, 'sglang_router_fronts must be a non-empty list of inventory group names (the serving groups the router fronts), got []'),
         ({'sglang_router_port': 70000}, 'sglang_router_port must be an integer in 1-65535, got 70000'),
