@@ -191,13 +191,13 @@ gate_s:
 import hashlib
 import json
 import os
-import tempfile
 import time
 from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ddtree.sglang.plugins.module_utils import http_client
 from ansible_collections.ddtree.sglang.plugins.module_utils import sglang_bench as bench
+from ansible_collections.ddtree.sglang.plugins.module_utils.atomic_file import write_atomically
 from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
 
 
@@ -221,16 +221,7 @@ def write_results(path, results):
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.gate-')
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(json.dumps({'results': results}, indent=2, sort_keys=True) + '\n')
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, json.dumps({'results': results}, indent=2, sort_keys=True) + '\n', 0o600, '.gate-')
 
 
 def sender(base_url, headers, timeout):

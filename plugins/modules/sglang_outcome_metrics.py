@@ -97,28 +97,11 @@ metrics:
 '''
 
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ddtree.sglang.plugins.module_utils.atomic_file import write_atomically
 from ansible_collections.ddtree.sglang.plugins.module_utils.outcome_metrics import render
-
-
-def write_atomically(path, text):
-    directory = os.path.dirname(path)
-    # not *.prom: the collector reads only those, never this half-written file
-    handle, temporary = tempfile.mkstemp(prefix='.ddtree_sglang_', suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(handle, 'w') as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def main():
@@ -151,7 +134,8 @@ def main():
     try:
         if not os.path.isdir(params['directory']):
             os.makedirs(params['directory'], 0o755)
-        write_atomically(path, text)
+        # not *.prom while it is written: the collector reads only those
+        write_atomically(path, text, 0o644, '.ddtree_sglang_')
     except (IOError, OSError) as exc:
         module.fail_json(msg='cannot write %s: %s' % (path, exc))
     module.exit_json(changed=True, path=path, metrics=text)
