@@ -36,7 +36,6 @@ def free_port():
 
 @pytest.fixture(scope="module")
 def smg_venv(tmp_path_factory):
-    pins = wb.read_lock(SMG_LOCK)
     if not any(name.startswith("smg-1.13.0-") for name in (os.listdir(WHEELHOUSE) if os.path.isdir(WHEELHOUSE) else [])):
         pytest.skip("lab/wheelhouse holds no smg wheel (lab/build-wheelhouse.sh)")
     venv = tmp_path_factory.mktemp("smg-venv")
@@ -45,7 +44,6 @@ def smg_venv(tmp_path_factory):
         [str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--no-deps", "--require-hashes", "--find-links", WHEELHOUSE, "-r", SMG_LOCK],
         check=True,
     )
-    assert len(pins) == 2
     return venv
 
 
