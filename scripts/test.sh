@@ -88,6 +88,8 @@ full_run=true
 [ $# -gt 0 ] && STAGES=("$@") && full_run=false
 passed=0; failed=0; failed_names=(); stage_times=()
 run_start=$SECONDS
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 record() {  # record STAGE RC SECONDS
   local result=ok
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failed_names+=("$1"); result=FAILED; fi
@@ -99,10 +101,9 @@ for stage in "${STAGES[@]}"; do
   if [ "$stage" = "${stage//[+,]/}" ]; then
     printf '\n======== %s\n' "$stage"
     start=$SECONDS
-    "stage_$stage"; record "$stage" $? $((SECONDS - start))
+    "stage_$stage" 2>&1 | tee "$logs/$stage.log"; record "$stage" "${PIPESTATUS[0]}" $((SECONDS - start))
     continue
   fi
-  logs=$(mktemp -d)
   lane_pids=()
   for lane in "${lanes[@]}"; do
     (
@@ -124,12 +125,18 @@ for stage in "${STAGES[@]}"; do
       record "$part" "$rc" "$seconds"
     done
   done
-  rm -rf "$logs"
 done
-[ $failed -gt 0 ] && echo "failed stages: ${failed_names[*]}"
 # the stage times, printed, and for a full run kept in bench/results/make_test.json (the last full run's record;
 # docs/dev/testing.md reads its figures there, not from a table of its own)
 printf '%s\n' "${stage_times[@]}" | python scripts/stage_times.py "$((SECONDS - run_start))" \
   "$( $full_run && echo bench/results/make_test.json )" "${STAGES[*]}"
+# CI shows only the end of this output: each failed stage's first error lines and the disk's free space go last
+if [ $failed -gt 0 ]; then
+  for name in "${failed_names[@]}"; do
+    python scripts/failure_digest.py "$name" "$logs/$name.log"
+  done
+  echo "disk free: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') under $ROOT, $(df -h --output=avail /var/tmp | tail -1 | tr -d ' ') under /var/tmp"
+  echo "failed stages: ${failed_names[*]}"
+fi
 echo "stages: $passed passed, $failed failed"
 [ $failed -eq 0 ]
