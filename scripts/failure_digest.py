@@ -7,9 +7,7 @@ import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # the first lines that say why: Ansible's failed task, pytest's failed test, a shell's or Python's error
-CAUSES = re.compile(
-    r"fatal: \[|FAILED! =>|^FAILED |^ERROR|^E   |Error:|error:|No space left|Traceback|Permission denied|command not found"
-)
+CAUSES = re.compile(r"fatal: \[|FAILED! =>|^FAILED |^ERROR|^E   |Error:|error:|No space left|Traceback|Permission denied|command not found")
 WIDTH = 300
 MOST = 4
 
