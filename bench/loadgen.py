@@ -1,4 +1,4 @@
-"""Bounded load through an sglang-router, for the lab only (stdlib).
+"""Bounded load through the router (smg), for the lab only (stdlib).
 
 Sends a fixed number of /generate requests at a fixed rate (open loop: one thread per request,
 so a slow answer does not slow the sender), then stops by itself. Each request asks for a
@@ -7,6 +7,10 @@ times vary the same way in every run (the lab's simulator takes 10 ms a token). 
 with the phase it was sent in, its outcome and latency; the phase comes from a control file
 that another process rewrites (before, during, after; `stop` ends sending early). While it runs
 it samples the router's GET /workers and records how many workers are listed healthy.
+
+Keys come from the environment, never from the command line: DDTREE_SMG_API_KEY is sent with every request
+and DDTREE_SMG_CONTROL_PLANE_API_KEY (else the former) with the reads of /workers, as role sglang_router's
+root-only EnvironmentFile names them (the lab starts this generator with that file).
 
 Traffic goes only to the lab: the router's address must be loopback or inside --lab-net (podman's
 default network). Output: one JSON line per request (--out), a JSON summary (--summary) and a
@@ -35,6 +39,15 @@ import urllib.parse
 import urllib.request
 
 LAB_NET = "10.88.0.0/16"
+# the router's keys, from the environment (never an argument: ps shows arguments)
+API_KEY = os.environ.get("DDTREE_SMG_API_KEY", "")
+CONTROL_PLANE_KEY = os.environ.get("DDTREE_SMG_CONTROL_PLANE_API_KEY", "") or API_KEY
+
+
+def bearer(key):
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 PHASES = ("before", "during", "after")
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -112,7 +125,7 @@ def read_phase(path, last):
 
 def one_request(args, index, phase, recorder, max_new_tokens):
     body = json.dumps({"text": f"zero downtime request {index}", "sampling_params": {"max_new_tokens": max_new_tokens}}).encode()
-    req = urllib.request.Request(args.url.rstrip("/") + "/generate", data=body, headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(args.url.rstrip("/") + "/generate", data=body, headers={"Content-Type": "application/json", **bearer(API_KEY)})
     sent = time.time()
     start = time.monotonic()
     status, error = None, None
@@ -145,7 +158,8 @@ def sample_capacity(args, recorder, phase_ref, stop):
     while not stop.is_set():
         healthy, listed, error = None, None, None
         try:
-            with OPENER.open(args.url.rstrip("/") + "/workers", timeout=5) as resp:
+            request = urllib.request.Request(args.url.rstrip("/") + "/workers", headers=bearer(CONTROL_PLANE_KEY))
+            with OPENER.open(request, timeout=5) as resp:
                 workers = json.loads(resp.read().decode("utf-8")).get("workers", [])
             listed = len(workers)
             healthy = sum(1 for w in workers if w.get("is_healthy"))

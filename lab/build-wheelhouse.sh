@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fills lab/wheelhouse, which lab hosts see read-only at /var/cache/ddtree-lab/wheelhouse:
 # the locked downloads (lab/wheelhouse.lock: sglang 0.5.23, what its parser imports, torch
-# 2.13.0+cpu and triton; lab/router.lock: sglang-router 0.3.2 and what it imports; lab/smg.lock: smg
-# 1.13.0, the maintained router, and what it imports), the SGLang
+# 2.13.0+cpu and triton; lab/smg.lock: smg 1.13.0, the router, and
+# what it imports), the SGLang
 # simulator's wheel, the prebuilt patched wheel sglang-0.5.23+ddtree.1, the fork bundle and the
 # negative fixtures; proves the locked set parses the lab envelopes; writes
 # inventory/group_vars/lab/wheelhouse_pins.yml.
@@ -21,11 +21,6 @@ missing=$("$PY" wheelhouse_build.py missing wheelhouse.lock)
 if [ -n "$missing" ]; then
   echo "wheelhouse: downloading $(echo "$missing" | wc -l) locked wheel(s)"
   ../.venv/bin/pip download -q --no-deps --require-hashes -r wheelhouse.lock -d wheelhouse
-fi
-missing=$("$PY" wheelhouse_build.py missing router.lock)
-if [ -n "$missing" ]; then
-  echo "wheelhouse: downloading $(echo "$missing" | wc -l) locked router wheel(s)"
-  ../.venv/bin/pip download -q --no-deps --require-hashes -r router.lock -d wheelhouse
 fi
 missing=$("$PY" wheelhouse_build.py missing smg.lock)
 if [ -n "$missing" ]; then

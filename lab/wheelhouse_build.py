@@ -40,7 +40,8 @@ STAMPS = WHEELHOUSE / ".stamps"
 CACHE = LAB / ".cache"
 LOCK = LAB / "wheelhouse.lock"
 WRONG_ABI_LOCK = LAB / "fixtures" / "wrong-abi.lock"
-ROUTER_LOCK = LAB / "router.lock"
+# the router: smg (Shepherd Model Gateway) and what `smg launch` imports (role sglang_router)
+ROUTER_LOCK = LAB / "smg.lock"
 SERIES = LAB / "patches" / "sglang-0.5.23"
 PINS = ROOT / "inventory" / "group_vars" / "lab" / "wheelhouse_pins.yml"
 HOST_WHEELHOUSE = "/var/cache/ddtree-lab/wheelhouse"
@@ -584,7 +585,7 @@ def step_pins():
         ]
         + [f"  - {json.dumps(pin)}" for pin in read_lock(LOCK)]
         + [
-            "# every pin of lab/router.lock: sglang-router and what it imports (role sglang_router)",
+            "# every pin of lab/smg.lock: smg, the router, and what it imports (role sglang_router)",
             "lab_router_lock:",
         ]
         + [f"  - {json.dumps(pin)}" for pin in read_lock(ROUTER_LOCK)]

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A failed stage in a few lines: scripts/test.sh prints one digest per failed stage at the very end of
 its output, since CI shows only that end. Usage: failure_digest.py STAGE LOG"""
 

@@ -873,3 +873,21 @@ def test_metrics_are_served_with_enable_metrics_only_and_count_generations(sim_e
     assert samples["sglang:e2e_request_latency_seconds_count{%s}" % tokenizer] == 1.0
     # the simulated DDTree's accept length, as /get_server_info reports it
     assert samples["sglang:spec_accept_length{%s}" % scheduler] > 1.0
+
+
+def test_a_chunked_request_body_of_token_ids_is_read_as_sglang_reads_it(in_process):
+    """smg forwards /generate with Transfer-Encoding: chunked (no length) and may send input_ids with "text": null."""
+    import http.client  # pylint: disable=import-outside-toplevel
+
+    port = in_process(time_scale=0.01)
+    body = json.dumps({"text": None, "input_ids": [11, 12, 13], "sampling_params": {"max_new_tokens": 3}}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("POST", "/generate", body=iter([body[:10], body[10:]]), headers={"Content-Type": "application/json"}, encode_chunked=True)
+    resp = conn.getresponse()
+    answer = json.loads(resp.read())
+    assert resp.status == 200 and answer["meta_info"]["completion_tokens"] == 3 and answer["meta_info"]["prompt_tokens"] == 3
+    # the connection is still in step: the next request on it is answered
+    conn.request("POST", "/generate", body=json.dumps({"sampling_params": {"max_new_tokens": 2}}))
+    resp = conn.getresponse()
+    assert (resp.status, json.loads(resp.read())) == (400, {"error": {"message": "Either text, input_ids or input_embeds should be provided."}})
+    conn.close()

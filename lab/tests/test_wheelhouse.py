@@ -57,7 +57,7 @@ def load(path):
 
 
 LOCK = wb.read_lock(os.path.join(LAB, "wheelhouse.lock"))
-ROUTER_LOCK = wb.read_lock(os.path.join(LAB, "router.lock"))
+ROUTER_LOCK = wb.read_lock(os.path.join(LAB, "smg.lock"))
 PATCHES = sorted(os.path.join(SERIES, name) for name in os.listdir(SERIES) if name.endswith(".patch"))
 
 
@@ -116,12 +116,11 @@ def test_lock_pins_every_wheel_once_by_sha256():
     assert next(p for p in LOCK if p["name"] == "sglang")["version"] == "0.5.23"
 
 
-def test_router_lock_is_a_complete_set_sharing_the_wheelhouse_files():
+def test_router_lock_is_smg_and_what_smg_launch_imports_sharing_the_wheelhouse_files():
     names = [p["name"] for p in ROUTER_LOCK]
     assert len(names) == len(set(names))
-    assert next(p for p in ROUTER_LOCK if p["name"] == "sglang-router")["version"] == "0.3.2"
-    # what launch_router imports at start-up, besides the router's own wheel
-    assert {"setproctitle", "aiohttp", "orjson", "uvicorn", "fastapi", "starlette", "pydantic"} <= set(names)
+    # smg and what `smg launch` imports at start-up (lab/tests/test_smg.py starts it from these alone)
+    assert [(p["name"], p["version"]) for p in ROUTER_LOCK] == [("setproctitle", "1.3.8"), ("smg", "1.13.0")]
     locked = {p["name"]: p for p in LOCK}
     for pin in ROUTER_LOCK:
         if pin["name"] in locked:

@@ -15,14 +15,15 @@ import re
 from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.ddtree.sglang.plugins.module_utils.sglang_args import secret_arg_names
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.wheel_pins import wheel_source_problems
 from ansible_collections.ddtree.sglang.plugins.plugin_utils.safe_values import (
     is_host_name_or_address,
     is_loopback,
+    parse_booleans,
     root_dir_problems,
+    secret_values_valid,
     unsafe_chars,
 )
 
@@ -106,7 +107,26 @@ def sglang_router_pip_source_problems(find_links, index_url):
 
 
 # Flags with variables of their own, refused in sglang_router_args
-RESERVED_ARGS = ('host', 'port', 'worker_urls', 'policy', 'health_check_interval_secs', 'prometheus_host', 'prometheus_port')
+RESERVED_ARGS = (
+    'host',
+    'port',
+    'worker_urls',
+    'policy',
+    'health_check_interval_secs',
+    'prometheus_host',
+    'prometheus_port',
+    'retry_max_retries',
+    'disable_retries',
+    'shutdown_grace_period_secs',
+    'api_key',
+    'control_plane_api_keys',
+)
+# what the role's own flags are set from, for the message that refuses them in sglang_router_args
+RESERVED_VARIABLES = (
+    'sglang_router_host, sglang_router_port, sglang_router_fronts, sglang_router_policy, sglang_router_health_check_interval_s, '
+    'sglang_router_metrics_port, sglang_router_retry_max_retries, sglang_router_disable_retries, '
+    'sglang_router_shutdown_grace_period_s, sglang_router_api_key, sglang_router_control_plane_api_key'
+)
 
 
 def _positive_int(value, upper=None):
@@ -118,7 +138,7 @@ def sglang_router_problems(v):
     """Every problem of the router role's variables (``v`` maps each to its value), each naming the variable and what it
     allows; [] when they are fine. The worker list, the account on the host and the wheel pins are checked where they
     are read or rendered (the role's validate entry point)."""
-    problems = []
+    v, problems = parse_booleans(v, ('sglang_router_expose_api', 'sglang_router_disable_retries'))
     name = v['sglang_router_name']
     if not (isinstance(name, str) and re.match(r'^[A-Za-z0-9][A-Za-z0-9_.@-]*\Z', name) and not name.endswith('.service')):
         problems.append('sglang_router_name must be a unit name of letters, digits and "_.@-" without ".service", got %s' % _json(name))
@@ -126,11 +146,11 @@ def sglang_router_problems(v):
     if not (isinstance(fronts, (list, tuple)) and len(fronts) > 0):
         problems.append('sglang_router_fronts must be a non-empty list of inventory group names (the serving groups the router fronts), got %s' % _json(fronts))
     host = v['sglang_router_host']
-    if not (is_loopback(host) or boolean(v['sglang_router_expose_api'], strict=False)):
+    if not (is_loopback(host) or v['sglang_router_expose_api'] is True):
         problems.append(
-            'sglang_router_host=%s exposes the router, and with it its control plane (POST and DELETE /workers, which take '
-            'no key unless the router is started with --control-plane-api-keys). Allowed: a loopback address (127.x, ::1, '
-            'localhost), or set sglang_router_expose_api: true to mean it.' % host
+            'sglang_router_host=%s exposes the router, and with it its control plane (POST and DELETE /workers, open to '
+            'anyone without sglang_router_control_plane_api_key or sglang_router_api_key). Allowed: a loopback address '
+            '(127.x, ::1, localhost), or set sglang_router_expose_api: true to mean it.' % host
         )
     if not _positive_int(v['sglang_router_port'], 65536):
         problems.append('sglang_router_port must be an integer in 1-65535, got %s' % _json(v['sglang_router_port']))
@@ -140,16 +160,21 @@ def sglang_router_problems(v):
             'sglang_router_metrics_port must be an integer in 1-65535 other than sglang_router_port (the router serves its '
             'Prometheus metrics there, on loopback), got %s' % _json(metrics_port)
         )
-    for key in ('sglang_router_health_check_interval_s', 'sglang_router_wait_timeout_s'):
-        if not _positive_int(v[key]):
+    for key in ('sglang_router_health_check_interval_s', 'sglang_router_wait_timeout_s', 'sglang_router_shutdown_grace_period_s'):
+        if not _positive_int(v.get(key, 1)):
             problems.append('%s must be a positive integer (seconds), got %s' % (key, _json(v[key])))
+    retries = v.get('sglang_router_retry_max_retries', 5)
+    if not _positive_int(retries, 1001):
+        problems.append('sglang_router_retry_max_retries must be an integer in 1-1000 (attempts of a request, the first included), got %s' % _json(retries))
+    # both are written to one EnvironmentFile between single quotes (a boolean answer only: no secret leaves the check)
+    for key in ('sglang_router_api_key', 'sglang_router_control_plane_api_key'):
+        if not secret_values_valid([v.get(key, '')]):
+            problems.append('%s must be a string of printable characters without a single quote or a backslash.' % key)
     args = v['sglang_router_args']
     if not isinstance(args, dict) or set(args) & set(RESERVED_ARGS):
         problems.append(
-            'sglang_router_args must be a dict of further router flags without %s (they have variables of their own: '
-            'sglang_router_host, sglang_router_port, sglang_router_fronts, sglang_router_policy, '
-            'sglang_router_health_check_interval_s, sglang_router_metrics_port), got %s'
-            % (', '.join(RESERVED_ARGS), list(args) if isinstance(args, dict) else type(args).__name__)
+            'sglang_router_args must be a dict of further router flags without %s (they have variables of their own: %s), got %s'
+            % (', '.join(RESERVED_ARGS), RESERVED_VARIABLES, list(args) if isinstance(args, dict) else type(args).__name__)
         )
     secrets = secret_arg_names(args)
     # names only in the message: the values are the secrets
@@ -171,32 +196,43 @@ def sglang_router_problems(v):
         )
     # pip gets the source as words of one extra_args string: whitespace in it would add pip options
     problems += sglang_router_pip_source_problems(v['sglang_router_pip_find_links'], v['sglang_router_pip_index_url'])
-    if not v['sglang_router_wheels']:
+    wheels = v['sglang_router_wheels']
+    if not wheels:
         problems.append(
             'sglang_router_wheels is empty: give the complete wheel set of the router, each {name, version, sha256} '
-            "(sglang-router and what launch_router imports; the lab's is lab/router.lock)"
+            "(smg and what `smg launch` imports, setproctitle; the lab's is lab/smg.lock)"
+        )
+    elif isinstance(wheels, list) and not any(isinstance(w, dict) and str(w.get('name', '')).lower() == 'smg' for w in wheels):
+        problems.append(
+            'sglang_router_wheels names no smg wheel: the role runs smg (the Shepherd Model Gateway, sglang-router\'s '
+            "successor; docs/zero-downtime.md says how to move from sglang-router), pinned with what `smg launch` imports "
+            "(setproctitle; the lab's set is lab/smg.lock)"
         )
     return problems
 
 
-def sglang_router_fronts_problems(fronts, groups, hostvars):
-    """[] when the groups a router fronts hold hosts and none of them expects an API key; else the message.
+def sglang_router_fronts_problems(fronts, groups, hostvars, router_api_key=''):
+    """[] when the groups a router fronts hold hosts whose API keys the router can give; else the message.
 
-    sglang-router 0.3.2 takes the workers' key only on its command line (--api-key), where any local user can read it,
-    so the role does not front keyed workers."""
+    smg forwards the client's Authorization header to the worker, before the worker's own key
+    (model_gateway/src/routers/common/header_utils.rs: "user header wins, worker key is the fallback"), and gives the
+    workers of its start list (--worker-urls) its own --api-key. So a keyed worker must have the router's key; a worker
+    without a key can be fronted by any router. The keys are compared here, never printed."""
     # refuses a group the inventory lacks and a worker URL that is not http(s)://host:port
     if not sglang_router_worker_urls(fronts, groups, hostvars):
         return ['sglang_router_fronts (%s) holds no host: nothing to route to.' % ', '.join(fronts)]
     hosts = []
     for group in fronts:
         hosts += [host for host in groups[group] if host not in hosts]
-    keyed = [host for host in hosts if _vars(hostvars, host).get('sglang_service_api_key') not in (None, '')]
-    if keyed:
+    router_key = router_api_key or ''
+    # a worker without a key takes any request, the header smg sends on included
+    other = [host for host in hosts if (_vars(hostvars, host).get('sglang_service_api_key') or '') not in ('', router_key)]
+    if other:
         return [
-            '%s expect an API key (sglang_service_api_key); sglang-router 0.3.2 takes the workers\' key only on its command '
-            'line (--api-key), where any local user can read it, so the role does not front keyed workers '
-            '(sglang_router_fronts). Front workers on a private network without a key (sglang_service_api_key_waived: '
-            'true).' % ', '.join(keyed)
+            '%s expect%s an API key (sglang_service_api_key) other than the router\'s (sglang_router_api_key). smg sends '
+            "a client's Authorization header on to the worker, and its own key to the workers it starts with, so a keyed "
+            "worker must have the router's key. Allowed: sglang_router_api_key equal to the workers' sglang_service_api_key, "
+            'or workers without a key.' % (', '.join(other), 's' if len(other) == 1 else '')
         ]
     return []
 

@@ -1,7 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, ddtree.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""sglang-router's worker API (list, add, remove) and the plan of which workers to change."""
+"""smg's worker API (list, add, remove) and the plan of which workers to change.
+
+smg 1.13 (the Shepherd Model Gateway): GET /workers lists the registered workers, each with an id (a UUID minted per
+registration), its url, ``status`` (pending, ready, not_ready, failed, draining; only ready is routed to) and
+``is_healthy``; POST /workers {url, api_key} answers 202 and registers in the background (a worker being added is not
+listed yet; a second POST of its URL answers 409); DELETE /workers/{id} answers 202, the worker is listed as draining
+(not routed to) for a few seconds, then gone. With keys, the control plane takes the bearer token of
+--control-plane-api-keys, else that of --api-key."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -22,17 +29,27 @@ class RouterError(Exception):
     pass
 
 
-class Router(object):
-    """The three worker-management calls of sglang-router's HTTP API."""
+class AlreadyThere(RouterError):
+    """POST /workers of a URL the router has or is adding (409)."""
 
-    def __init__(self, url):
+
+class Router(object):
+    """The three worker-management calls of smg's HTTP API. ``key``: the control plane's bearer token; ``worker_key``:
+    the key the router gives the workers it adds (the workers' own API key)."""
+
+    def __init__(self, url, key=None, worker_key=None):
         self.url = norm(url)
+        self.key = key
+        self.worker_key = worker_key
 
     def call(self, method, path, body=None):
+        headers = {'Authorization': 'Bearer %s' % self.key} if self.key else None
         try:
-            status, raw = http_client.call(method, self.url + path, body, timeout=REQUEST_TIMEOUT_S)
+            status, raw = http_client.call(method, self.url + path, body, headers=headers, timeout=REQUEST_TIMEOUT_S)
         except http_client.Unreachable as e:
             raise RouterError('%s %s%s failed: %s' % (method, self.url, path, e.reason))
+        if status == 409:
+            raise AlreadyThere(raw[:500].decode('utf-8', 'replace'))
         if not 200 <= status < 300:
             detail = raw[:500].decode('utf-8', 'replace')
             raise RouterError('%s %s%s answered HTTP %s %s' % (method, self.url, path, status, detail.strip()))
@@ -46,26 +63,46 @@ class Router(object):
         if not isinstance(listing, dict) or not isinstance(listing.get('workers'), list):
             raise RouterError('GET %s/workers did not answer {"workers": [...]}: %r' % (self.url, listing))
         return [
-            {'url': norm(w.get('url')), 'id': w.get('id'), 'is_healthy': bool(w.get('is_healthy')), 'load': w.get('load')}
+            {
+                'url': norm(w.get('url')),
+                'id': w.get('id'),
+                'is_healthy': bool(w.get('is_healthy')),
+                'status': w.get('status') or ('ready' if w.get('is_healthy') else 'not_ready'),
+                'load': w.get('load'),
+            }
             for w in listing['workers']
             if isinstance(w, dict)
         ]
 
     def add(self, url):
-        self.call('POST', '/workers', {'url': url})
+        """Asks for the worker; False when the router has it or is adding it already (409)."""
+        body = {'url': url}
+        if self.worker_key:
+            # smg gives a worker added through its API no key unless the body has one
+            body['api_key'] = self.worker_key
+        try:
+            self.call('POST', '/workers', body)
+        except AlreadyThere:
+            return False
+        return True
 
     def remove(self, worker_id):
         self.call('DELETE', '/workers/%s' % worker_id)
 
 
+def serving(listed):
+    """The entries a router routes to or will again: a draining worker is on its way out."""
+    return [w for w in listed if w.get('status') != 'draining']
+
+
 def plan(state, wanted, listed):
     """(to add, to remove as listing entries) for the requested state."""
-    by_url = dict((w['url'], w) for w in listed)
+    by_url = dict((w['url'], w) for w in serving(listed))
     add = [u for u in wanted if u not in by_url] if state in ('present', 'exact') else []
     if state == 'absent':
         remove = [by_url[u] for u in wanted if u in by_url]
     elif state == 'exact':
-        remove = [w for w in listed if w['url'] not in wanted]
+        remove = [w for w in serving(listed) if w['url'] not in wanted]
     else:
         remove = []
     return add, remove
@@ -94,8 +131,8 @@ def unit_broken(state):
 def pending(state, wanted, listed):
     """Workers of `wanted` not yet where the state wants them."""
     healthy = set(w['url'] for w in listed if w['is_healthy'])
-    present = set(w['url'] for w in listed)
+    present = set(w['url'] for w in serving(listed))
     if state == 'absent':
         return [u for u in wanted if u in present]
-    stray = [w['url'] for w in listed if w['url'] not in wanted] if state == 'exact' else []
+    stray = [w['url'] for w in serving(listed) if w['url'] not in wanted] if state == 'exact' else []
     return [u for u in wanted if u not in healthy] + stray

@@ -10,19 +10,20 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: sglang_router_workers
-short_description: Add, remove and reconcile the workers of a running sglang-router, and wait for them
+short_description: Add, remove and reconcile the workers of a running smg router, and wait for them
 version_added: "0.3.0"
 description:
-  - Talks to the HTTP API of a running sglang-router (0.3.x, the SGLang Model Gateway) at O(url), so its
-    worker list changes without a restart. C(GET /workers) lists the workers with their health,
-    C(POST /workers) with the worker's C(url) in a JSON body queues an addition (the router lists the worker once its health
-    check passed), C(DELETE /workers/<id>) queues a removal (requests in flight to that worker still finish).
+  - Talks to the worker API of a running smg (the Shepherd Model Gateway, 1.13) at O(url), so its worker list changes
+    without a restart. C(GET /workers) lists the workers with their status, C(POST /workers) with the worker's C(url) (and
+    its key) in a JSON body queues a registration (the router lists the worker once it registered, and routes to it once
+    its status is C(ready)), C(DELETE /workers/<id>) queues a removal (the worker is listed as C(draining), routed no new
+    request, then dropped; requests in flight to it still finish).
   - O(state=present) adds the O(workers) the router does not list; O(state=absent) removes them;
     O(state=exact) adds the missing ones and removes every listed worker that is not in O(workers).
   - With O(wait), the module returns only when the router reports what was asked (every worker of
     O(workers) listed and healthy for C(present) and C(exact), none of them listed for C(absent)); past
     O(timeout) it fails naming the workers that did not get there.
-  - Worker URLs are compared without a trailing slash.
+  - Worker URLs are compared without a trailing slash. A worker listed as C(draining) counts as removed.
 author:
   - ddtree.sglang maintainers (@ddtree)
 options:
@@ -72,6 +73,13 @@ options:
       - The router's systemd unit on the host the module runs on. When set, every poll also reads its state, and a unit that
         failed, stopped or is restarting fails the module at once with the journal's last lines, instead of waiting for O(timeout).
     type: str
+  api_key_env_file:
+    description:
+      - The router's root-only C(EnvironmentFile=) on the host the module runs on, as role sglang_router writes it. Its
+        C(DDTREE_SMG_CONTROL_PLANE_API_KEY), else its C(DDTREE_SMG_API_KEY), is sent as the bearer token of every call;
+        C(DDTREE_SMG_API_KEY) is also the key the module gives each worker it adds (the fronted workers share the router's
+        key). No key leaves the host; a missing file means a router without keys.
+    type: path
 attributes:
   check_mode:
     description: Reads the worker list and reports what it would add and remove; sends no C(POST) or C(DELETE).
@@ -80,8 +88,9 @@ attributes:
     description: No diff.
     support: none
 notes:
-  - The router lists a worker only after its health check passed, so a queued addition of a worker that never
-    becomes healthy never appears; O(wait) then fails at O(timeout).
+  - The router lists a worker only after its registration passed, so a queued addition of a worker that never
+    answers never appears; O(wait) then fails at O(timeout). A worker still listed as C(draining) is asked for again
+    once it is gone (smg answers 409 while it is listed).
   - A router that does not answer within O(timeout) fails the module (no change is made).
 '''
 
@@ -128,6 +137,9 @@ workers:
     is_healthy:
       description: The router's health verdict.
       type: bool
+    status:
+      description: The router's status of the worker (C(pending), C(ready), C(not_ready), C(failed) or C(draining)).
+      type: str
     load:
       description: The router's load counter for the worker (only some policies count it).
       type: int
@@ -151,8 +163,12 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import systemd
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
 from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Guard, GuardTimeout
 from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import Router, RouterError, norm, pending, plan, shortfall, unit_broken
+
+# a failed registration is asked for again at most this often (smg answers 409 while one is under way)
+READD_INTERVAL_S = 5.0
 
 
 def unit_state(module, unit):
@@ -176,6 +192,7 @@ def run_module():
             min_healthy=dict(type='int', default=0),
             unit=dict(type='str'),
             lock_path=dict(type='path', default='/run/ddtree-sglang/router-workers.lock'),
+            api_key_env_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -197,6 +214,24 @@ def run_module():
         )
 
 
+def router_of(module):
+    """The router's API with the keys of its EnvironmentFile (none without one)."""
+    path = module.params['api_key_env_file']
+    keys = {}
+    if path:
+        try:
+            for name in ('DDTREE_SMG_API_KEY', 'DDTREE_SMG_CONTROL_PLANE_API_KEY'):
+                keys[name] = read_env_value(path, name, missing_ok=True)
+        except (IOError, OSError) as e:
+            module.fail_json(msg='cannot read the router\'s keys in %s: %s' % (path, e.strerror or e))
+    control = keys.get('DDTREE_SMG_CONTROL_PLANE_API_KEY') or keys.get('DDTREE_SMG_API_KEY')
+    for key in keys.values():
+        if key:
+            # never in a message or a result, even if a router's answer echoes it
+            module.no_log_values.add(key)
+    return Router(module.params['url'], key=control, worker_key=keys.get('DDTREE_SMG_API_KEY'))
+
+
 def reconcile(module):
     """Read, check, change and wait: the whole of one call, under the caller's lock."""
     started = time.monotonic()
@@ -206,7 +241,7 @@ def reconcile(module):
     for url in module.params['workers']:
         if norm(url) and norm(url) not in wanted:
             wanted.append(norm(url))
-    router = Router(module.params['url'])
+    router = router_of(module)
     unit = module.params['unit']
     result = dict(changed=False, added=[], removed=[], workers=[], pending=[], unit_state={}, elapsed_s=0.0)
 
@@ -266,6 +301,7 @@ def reconcile(module):
             router.add(url)
     except RouterError as e:
         finish('changing the workers of %s failed: %s' % (router.url, e), workers=listed)
+    asked_at = time.monotonic()
 
     # an addition or removal is queued by the router; poll until it shows
     while True:
@@ -275,6 +311,15 @@ def reconcile(module):
         except RouterError as e:
             last_error = str(e)
         waiting = pending(state, wanted, listed)
+        # a worker asked for while the router still listed it draining was refused (409): ask again once it is gone
+        unlisted = [u for u in waiting if u not in set(w['url'] for w in listed)] if state != 'absent' else []
+        if unlisted and time.monotonic() - asked_at >= READD_INTERVAL_S:
+            asked_at = time.monotonic()
+            try:
+                for url in unlisted:
+                    router.add(url)
+            except RouterError as e:
+                last_error = str(e)
         if not module.params['wait'] or not waiting:
             finish(workers=listed, pending=waiting if module.params['wait'] else [])
         if time.monotonic() >= deadline:

@@ -205,6 +205,7 @@ def zd_row(label, run):
         'p99 during, failures counted, ms': _ms(during.get('p99_all_s')),
         'max during ms': _ms(during.get('max_s')),
         'fewest healthy workers': str(run['total'].get('min_healthy_workers')),
+        'upgrade s': '%.1f' % run['upgrade']['wall_s'] if run.get('upgrade') else '-',
         'errors': errors,
     }
 
@@ -217,7 +218,7 @@ def test_zero_downtime_table():
         assert row == zd_row(row['run'], zd['runs'][row['run']])
 
 
-@pytest.mark.parametrize('label', ['drain', 'no-drain', 'no-drain-retries-off'])
+@pytest.mark.parametrize('label', ['drain', 'no-drain', 'drain-retries-off', 'no-drain-retries-off'])
 def test_zero_downtime_record_recomputes_its_summary(label):
     loadgen = _load('loadgen', ('bench', 'loadgen.py'))
     run = record('zero_downtime.json')['runs'][label]

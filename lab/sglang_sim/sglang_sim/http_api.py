@@ -204,9 +204,25 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, obj, status=200):
         self._send(status, json.dumps(obj).encode("utf-8"))
 
+    def _read_chunked(self):
+        """A request body sent with Transfer-Encoding: chunked (smg forwards requests so, without a length), as
+        uvicorn reads it: size lines in hex, each chunk and its CRLF, up to the zero-size chunk and the trailers."""
+        parts = []
+        while True:
+            size = int(self.rfile.readline(1024).split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(1024)
+
     def _body(self):
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
+            raw = self._read_chunked()
+        else:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
         try:
             return json.loads(raw or b"{}")
         except ValueError:
@@ -324,10 +340,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def generate(self):
         body = self._body()
-        if not isinstance(body, dict) or not isinstance(body.get("text", body.get("input_ids")), (str, list)):
-            self._json({"error": {"message": "Either text or input_ids should be provided."}}, 400)
+        # as SGLang's GenerateReqInput: text or input_ids, either may be null (smg sends the token ids it made with the
+        # model's tokenizer, and "text": null)
+        text = body.get("text") if isinstance(body, dict) else None
+        input_ids = body.get("input_ids") if isinstance(body, dict) else None
+        if not isinstance(text, str) and not isinstance(input_ids, list):
+            self._json({"error": {"message": "Either text, input_ids or input_embeds should be provided."}}, 400)
             return
-        prompt = body.get("text") if isinstance(body.get("text"), str) else " ".join(map(str, body.get("input_ids") or []))
+        prompt = text if isinstance(text, str) else " ".join(map(str, input_ids))
         sampling = body.get("sampling_params") or {}
         max_new = int(sampling.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS))
         if body.get("stream"):

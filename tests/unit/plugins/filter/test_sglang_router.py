@@ -154,14 +154,19 @@ ROUTER = {
     'sglang_router_port': 30080,
     'sglang_router_health_check_interval_s': 5,
     'sglang_router_wait_timeout_s': 120,
-    'sglang_router_args': {'retry_max_retries': 0},
+    'sglang_router_args': {'cb_failure_threshold': 4},
     'sglang_router_root': '/opt/ddtree/router',
     'sglang_router_python': '/usr/bin/python3',
     'sglang_router_user': 'sglang-router',
-    'sglang_router_wheels': [{'name': 'sglang-router', 'version': '0.3.2', 'sha256': 'a' * 64}],
+    'sglang_router_wheels': [{'name': 'setproctitle', 'version': '1.3.8', 'sha256': 'b' * 64}, {'name': 'smg', 'version': '1.13.0', 'sha256': 'a' * 64}],
     'sglang_router_pip_find_links': '/var/cache/wheels',
     'sglang_router_pip_index_url': '',
     'sglang_router_metrics_port': 29000,
+    'sglang_router_retry_max_retries': 5,
+    'sglang_router_disable_retries': False,
+    'sglang_router_shutdown_grace_period_s': 180,
+    'sglang_router_api_key': '',
+    'sglang_router_control_plane_api_key': '',
 }
 
 
@@ -190,7 +195,30 @@ def test_router_variables_that_are_fine_have_no_problem():
         (
             {'sglang_router_wheels': []},
             'sglang_router_wheels is empty: give the complete wheel set of the router, each {name, version, sha256} '
-            "(sglang-router and what launch_router imports; the lab's is lab/router.lock)",
+            "(smg and what `smg launch` imports, setproctitle; the lab's is lab/smg.lock)",
+        ),
+        (
+            {'sglang_router_wheels': [{'name': 'sglang-router', 'version': '0.3.2', 'sha256': 'a' * 64}]},
+            "sglang_router_wheels names no smg wheel: the role runs smg (the Shepherd Model Gateway, sglang-router's successor; "
+            'docs/zero-downtime.md says how to move from sglang-router), pinned with what `smg launch` imports (setproctitle; '
+            "the lab's set is lab/smg.lock)",
+        ),
+        (
+            {'sglang_router_retry_max_retries': 0},
+            'sglang_router_retry_max_retries must be an integer in 1-1000 (attempts of a request, the first included), got 0',
+        ),
+        ({'sglang_router_shutdown_grace_period_s': -1}, 'sglang_router_shutdown_grace_period_s must be a positive integer (seconds), got -1'),
+        (
+            {'sglang_router_disable_retries': 'perhaps'},
+            'sglang_router_disable_retries must be a boolean (allowed values: true, false; yes/no, on/off and 1/0 are read the same); got "perhaps".',
+        ),
+        (
+            {'sglang_router_api_key': "it's"},
+            'sglang_router_api_key must be a string of printable characters without a single quote or a backslash.',
+        ),
+        (
+            {'sglang_router_control_plane_api_key': 'line\nbreak'},
+            'sglang_router_control_plane_api_key must be a string of printable characters without a single quote or a backslash.',
         ),
     ],
 )
@@ -208,6 +236,7 @@ def test_a_router_on_every_address_needs_expose_api_true(expose):
 def test_router_args_without_reserved_flags_or_secrets_and_every_problem_at_once():
     problems = sglang_router_problems(dict(ROUTER, sglang_router_args={'port': 1, 'control_plane_api_keys': 'secret-4711'}, sglang_router_user='Root'))
     assert problems[0].startswith('sglang_router_args must be a dict of further router flags without host, port, worker_urls, policy,')
+    assert 'control_plane_api_keys (they have variables of their own: sglang_router_host,' in problems[0]
     assert problems[0].endswith("got ['port', 'control_plane_api_keys']")
     assert problems[1] == (
         "sglang_router_args control_plane_api_keys would put a secret on the router's command line (ps, /proc/*/cmdline, "
@@ -229,11 +258,25 @@ def test_an_empty_group_is_nothing_to_route_to():
     ]
 
 
-def test_keyed_workers_are_named_once_in_inventory_order():
+def test_workers_keyed_otherwise_than_the_router_are_named_once_in_inventory_order():
     hostvars = dict(HOSTVARS, c=dict(HOSTVARS['c'], sglang_service_api_key='s3cret'), a={'sglang_service_api_key': 'k'})
     (problem,) = sglang_router_fronts_problems(['gpu_rtxpro6000_tp8', 'sglang_servers'], GROUPS, hostvars)
-    assert problem.startswith('c, a expect an API key (sglang_service_api_key); sglang-router 0.3.2 takes')
-    assert 's3cret' not in problem and "'k'" not in problem
+    assert problem == (
+        "c, a expect an API key (sglang_service_api_key) other than the router's (sglang_router_api_key). smg sends a "
+        "client's Authorization header on to the worker, and its own key to the workers it starts with, so a keyed worker "
+        "must have the router's key. Allowed: sglang_router_api_key equal to the workers' sglang_service_api_key, or "
+        'workers without a key.'
+    )
+    # the router's key is one of them: the others are named, no key is
+    (problem,) = sglang_router_fronts_problems(['gpu_rtxpro6000_tp8', 'sglang_servers'], GROUPS, hostvars, 's3cret')
+    assert problem.startswith('a expects an API key') and 's3cret' not in problem and "'k'" not in problem
+
+
+def test_workers_keyed_with_the_routers_key_have_no_problem():
+    hostvars = {host: dict(HOSTVARS[host], sglang_service_api_key='fleet') for host in HOSTVARS}
+    assert sglang_router_fronts_problems(['gpu_rtxpro6000_tp8', 'sglang_servers'], GROUPS, hostvars, 'fleet') == []
+    # a router with a key in front of keyless workers: the workers ignore the header smg sends on
+    assert sglang_router_fronts_problems(['sglang_servers'], GROUPS, HOSTVARS, 'fleet') == []
 
 
 def test_fronts_naming_no_group_are_refused():

@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The worker-management calls against a fake router that queues changes like sglang-router 0.3.2."""
+"""The worker-management calls against a fake router that queues changes like smg 1.13 (its behaviour as observed on the
+real gateway: lab/tests/test_smg.py drives the real one)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,16 +25,25 @@ from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Gua
 from ansible_collections.ddtree.sglang.plugins.modules import sglang_router_workers as mod
 
 
-class FakeRouter(object):
-    """GET/POST/DELETE /workers; a POSTed worker is listed after `delay` reads (its health check), healthy
-    unless its URL is in `unhealthy`."""
+def entry(url, healthy=True):
+    return {'id': str(uuid.uuid4()), 'url': url, 'is_healthy': healthy, 'status': 'ready' if healthy else 'not_ready', 'load': 0}
 
-    def __init__(self, urls=(), delay=1, unhealthy=()):
-        self.workers = [{'id': str(uuid.uuid4()), 'url': u, 'is_healthy': u not in unhealthy, 'load': 0} for u in urls]
+
+class FakeRouter(object):
+    """GET/POST/DELETE /workers as smg 1.13 answers them: a POSTed worker is listed after `delay` reads (its
+    registration), ready unless its URL is in `unhealthy`; a POST of a URL listed or being added answers 409; a DELETEd
+    worker is listed as draining for `drain_reads` reads, then gone. With `key`, every call needs it as bearer token."""
+
+    def __init__(self, urls=(), delay=1, unhealthy=(), drain_reads=0, key=None):
+        self.workers = [entry(u, u not in unhealthy) for u in urls]
         self.queued = []
         self.delay = delay
+        self.drain_reads = drain_reads
+        self.draining = {}
         self.unhealthy = set(unhealthy)
+        self.key = key
         self.calls = []
+        self.bodies = []
 
     def handler(self):
         fake = self
@@ -50,26 +60,49 @@ class FakeRouter(object):
                 self.end_headers()
                 self.wfile.write(data)
 
+            def refused(self):
+                if fake.key and self.headers.get('Authorization') != 'Bearer %s' % fake.key:
+                    self.reply(401, {'error': 'Missing or invalid Authorization header'})
+                    return True
+                return False
+
             def do_GET(self):  # pylint: disable=invalid-name
                 fake.calls.append(('GET', self.path))
+                if self.refused():
+                    return
                 for item in list(fake.queued):
                     item[1] -= 1
                     if item[1] < 0:
                         fake.queued.remove(item)
-                        fake.workers.append({'id': str(uuid.uuid4()), 'url': item[0], 'is_healthy': item[0] not in fake.unhealthy, 'load': 0})
+                        fake.workers.append(entry(item[0], item[0] not in fake.unhealthy))
+                for wid in list(fake.draining):
+                    fake.draining[wid] -= 1
+                    if fake.draining[wid] < 0:
+                        del fake.draining[wid]
+                        fake.workers = [w for w in fake.workers if w['id'] != wid]
                 self.reply(200, {'workers': fake.workers, 'total': len(fake.workers)})
 
             def do_POST(self):  # pylint: disable=invalid-name
-                url = json.loads(self.rfile.read(int(self.headers['Content-Length'])))['url']
-                fake.calls.append(('POST', url))
-                if url not in [q[0] for q in fake.queued] and url not in [w['url'] for w in fake.workers]:
-                    fake.queued.append([url, fake.delay])
+                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+                fake.calls.append(('POST', body['url']))
+                if self.refused():
+                    return
+                fake.bodies.append(body)
+                if body['url'] in [q[0] for q in fake.queued] + [w['url'] for w in fake.workers]:
+                    self.reply(409, {'error': 'Worker already exists at URL %r' % body['url'], 'code': 'WORKER_ALREADY_EXISTS'})
+                    return
+                fake.queued.append([body['url'], fake.delay])
                 self.reply(202, {'status': 'accepted'})
 
             def do_DELETE(self):  # pylint: disable=invalid-name
                 wid = self.path.rsplit('/', 1)[1]
                 fake.calls.append(('DELETE', wid))
-                fake.workers = [w for w in fake.workers if w['id'] != wid]
+                if self.refused():
+                    return
+                for worker in fake.workers:
+                    if worker['id'] == wid:
+                        worker.update(status='draining', is_healthy=False)
+                        fake.draining[wid] = fake.drain_reads
                 self.reply(202, {'status': 'accepted'})
 
         return Handler
@@ -133,6 +166,39 @@ def test_absent_removes_and_check_mode_changes_nothing(router):
     assert len(fake.workers) == 2 and not [c for c in fake.calls if c[0] != 'GET']
     kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent'})
     assert kind is ExitJson and res['changed'] and [w['url'] for w in fake.workers] == [B]
+
+
+def test_a_draining_worker_counts_as_removed_and_is_asked_for_again_once_gone(router, monkeypatch):
+    """smg lists a removed worker as draining for a while (5 s) and answers 409 to a POST of its URL meanwhile."""
+    monkeypatch.setattr(mod, 'READD_INTERVAL_S', 0.05)
+    fake = router([A, B], drain_reads=30)
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'absent'})
+    assert kind is ExitJson and [(w['url'], w['status']) for w in res['workers']] == [(A, 'draining'), (B, 'ready')]
+    assert res['pending'] == []
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'present', 'timeout': 10})
+    assert kind is ExitJson and res['added'] == [A] and res['pending'] == []
+    assert [(w['url'], w['status']) for w in fake.workers] == [(B, 'ready'), (A, 'ready')]
+    # the first POST met the draining entry (409), a later one registered the worker
+    assert [c for c in fake.calls if c[0] == 'POST'][0] == ('POST', A) and len([c for c in fake.calls if c[0] == 'POST']) >= 2
+
+
+def test_the_keys_come_from_the_routers_environment_file_and_stay_out_of_the_result(router, tmp_path):
+    fake = router([A], key='control-secret')
+    env = tmp_path / 'sglang-router.env'
+    env.write_text("DDTREE_SMG_API_KEY='worker-secret'\nDDTREE_SMG_CONTROL_PLANE_API_KEY='control-secret'\n")
+    kind, res = run({'url': fake.url, 'workers': [A, B], 'state': 'present', 'api_key_env_file': str(env)})
+    assert kind is ExitJson and res['added'] == [B]
+    # the worker gets the router's data-plane key (the fronted workers share it)
+    assert fake.bodies == [{'url': B, 'api_key': 'worker-secret'}]
+    assert 'secret' not in json.dumps(res)
+    # without the file's keys the router refuses the control plane
+    kind, res = run({'url': fake.url, 'workers': [A], 'state': 'present', 'timeout': 0.2})
+    assert kind is FailJson and 'HTTP 401' in res['msg']
+    # the data-plane key guards the control plane too when the router has no control-plane key
+    fake.key = 'worker-secret'
+    env.write_text("DDTREE_SMG_API_KEY='worker-secret'\n")
+    kind, res = run({'url': fake.url, 'workers': [A, B], 'state': 'present', 'api_key_env_file': str(env)})
+    assert kind is ExitJson and not res['changed']
 
 
 def test_min_healthy_refuses_a_removal_that_leaves_too_few(router):
