@@ -5,20 +5,21 @@ import re
 import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# the first lines that say why: Ansible's failed task, pytest's failed test, a shell's or Python's error
+# lines that say why: Ansible's failed task, pytest's failed test, a shell's or Python's error. The last ones are shown:
+# a scenario's expected refusals (ignored errors) come before the task that failed it, pytest's summary comes last
 CAUSES = re.compile(r"fatal: \[|FAILED! =>|^FAILED |^ERROR|^E   |Error:|error:|No space left|Traceback|Permission denied|command not found")
 WIDTH = 300
 MOST = 4
 
 
 def digest(stage, lines):
-    """The lines to print for STAGE from its log's lines: up to MOST causes, then the log's last line."""
+    """The lines to print for STAGE from its log's lines: the last MOST causes, then the log's last line."""
     clean = [ANSI.sub("", line).rstrip() for line in lines]
     clean = [line for line in clean if line.strip()]
-    causes = [line for line in clean if CAUSES.search(line)][:MOST]
+    causes = [line for line in clean if CAUSES.search(line)][-MOST:]
     last = clean[-1] if clean else "(the stage printed nothing)"
     shown = [*causes, last] if last not in causes else causes
-    return [f"-- {stage}: failed; first causes and last line of its log:"] + [f"   {line[:WIDTH]}" for line in shown]
+    return [f"-- {stage}: failed; the last lines of its log that say why, and its last line:"] + [f"   {line[:WIDTH]}" for line in shown]
 
 
 def main(argv):

@@ -130,12 +130,15 @@ done
 # docs/dev/testing.md reads its figures there, not from a table of its own)
 printf '%s\n' "${stage_times[@]}" | python scripts/stage_times.py "$((SECONDS - run_start))" \
   "$( $full_run && echo bench/results/make_test.json )" "${STAGES[*]}"
-# CI shows only the end of this output: each failed stage's first error lines and the disk's free space go last
+# CI shows only the end of this output: each failed stage's last error lines and the disk's free space go last
 if [ $failed -gt 0 ]; then
   for name in "${failed_names[@]}"; do
     python scripts/failure_digest.py "$name" "$logs/$name.log"
   done
-  echo "disk free: $(df -h --output=avail "$ROOT" | tail -1 | tr -d ' ') under $ROOT, $(df -h --output=avail /var/tmp | tail -1 | tr -d ' ') under /var/tmp"
+  # where the lab writes: the checkout (wheelhouse, venvs), temporary files, podman's storage (the lab hosts' releases)
+  for dir in "$ROOT" /tmp /var/tmp /var/lib/containers; do
+    [ -d "$dir" ] && printf 'disk free under %s: %s\n' "$dir" "$(df -h --output=avail "$dir" | tail -1 | tr -d ' ')"
+  done
   echo "failed stages: ${failed_names[*]}"
 fi
 echo "stages: $passed passed, $failed failed"
