@@ -30,14 +30,20 @@ def parse_env_file(text):
     return values
 
 
-def read_env_value(path, name, missing_ok=False):
-    """``name``'s value in the EnvironmentFile at ``path``; None when the file sets none (or, with
-    missing_ok, when there is no such file). Other read errors raise OSError for the caller's message."""
+def read_env_file(path, missing_ok=False):
+    """The assignments of the EnvironmentFile at ``path`` ({} with missing_ok when there is no such
+    file). Other read errors raise OSError for the caller's message."""
     try:
         with open(path, 'rb') as handle:
             text = handle.read().decode('utf-8', 'replace')
     except (IOError, OSError) as e:
         if missing_ok and e.errno == errno.ENOENT:
-            return None
+            return {}
         raise
-    return parse_env_file(text).get(name) or None
+    return parse_env_file(text)
+
+
+def read_env_value(path, name, missing_ok=False):
+    """``name``'s value in the EnvironmentFile at ``path``; None when the file sets none (or, with
+    missing_ok, when there is no such file). Other read errors raise OSError for the caller's message."""
+    return read_env_file(path, missing_ok).get(name) or None

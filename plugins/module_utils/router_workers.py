@@ -75,7 +75,8 @@ class Router(object):
         ]
 
     def add(self, url):
-        """Asks for the worker; False when the router has it or is adding it already (409)."""
+        """Asks for the worker; a router that has it or is adding it already (409) is no error: the caller's poll
+        sees the worker, or asks again once a draining one is gone."""
         body = {'url': url}
         if self.worker_key:
             # smg gives a worker added through its API no key unless the body has one
@@ -83,8 +84,7 @@ class Router(object):
         try:
             self.call('POST', '/workers', body)
         except AlreadyThere:
-            return False
-        return True
+            pass
 
     def remove(self, worker_id):
         self.call('DELETE', '/workers/%s' % worker_id)

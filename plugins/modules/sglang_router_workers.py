@@ -163,7 +163,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.ddtree.sglang.plugins.module_utils import systemd
-from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_value
+from ansible_collections.ddtree.sglang.plugins.module_utils.env_file import read_env_file
 from ansible_collections.ddtree.sglang.plugins.module_utils.host_lock import Guard, GuardTimeout
 from ansible_collections.ddtree.sglang.plugins.module_utils.router_workers import Router, RouterError, norm, pending, plan, shortfall, unit_broken
 
@@ -220,16 +220,16 @@ def router_of(module):
     keys = {}
     if path:
         try:
-            for name in ('DDTREE_SMG_API_KEY', 'DDTREE_SMG_CONTROL_PLANE_API_KEY'):
-                keys[name] = read_env_value(path, name, missing_ok=True)
+            keys = read_env_file(path, missing_ok=True)
         except (IOError, OSError) as e:
             module.fail_json(msg='cannot read the router\'s keys in %s: %s' % (path, e.strerror or e))
-    control = keys.get('DDTREE_SMG_CONTROL_PLANE_API_KEY') or keys.get('DDTREE_SMG_API_KEY')
-    for key in keys.values():
+    api_key = keys.get('DDTREE_SMG_API_KEY') or None
+    control = keys.get('DDTREE_SMG_CONTROL_PLANE_API_KEY') or api_key
+    for key in (api_key, control):
         if key:
             # never in a message or a result, even if a router's answer echoes it
             module.no_log_values.add(key)
-    return Router(module.params['url'], key=control, worker_key=keys.get('DDTREE_SMG_API_KEY'))
+    return Router(module.params['url'], key=control, worker_key=api_key)
 
 
 def reconcile(module):
